@@ -1,0 +1,95 @@
+import express, { type Express, type NextFunction, type Request, type Response, type Router } from 'express';
+import type { ClickHouseClient } from '@clickhouse/client';
+import { AppError } from '../core/errors';
+import { newId } from '../core/ids';
+import type { Logger } from '../core/log';
+import type { ConfigStore } from '../platform/config-store/config-store';
+import { authenticate, requireTenant } from './auth';
+import type { NameClaims } from './ports';
+import { problemHandler } from './problem';
+import { deliveriesRouter } from './routes/deliveries';
+import { destinationsRouter } from './routes/destinations';
+import { healthRouter, type BuildInfo, type HealthProbe } from './routes/health';
+import { ingestersRouter } from './routes/ingesters';
+
+/** What the API needs once the service is up. */
+export interface ApiServices {
+  store: ConfigStore;
+  clickhouse: ClickHouseClient;
+  clickhouseDatabase: string;
+  claims: NameClaims;
+}
+
+export interface ApiOptions {
+  publicBaseUrl: string;
+  errorBase: string;
+  log: Logger;
+  probe: HealthProbe;
+  build: BuildInfo;
+  /** Resolves the services once start-up has finished; until then routes answer 503. */
+  services(): ApiServices | undefined;
+  /** Routers mounted before the API's own (the Hook URLs). */
+  extraRouters?: () => Router | undefined;
+}
+
+function requestId(_req: Request, res: Response, next: NextFunction): void {
+  res.setHeader('x-request-id', newId('request'));
+  next();
+}
+
+/** JSON bodies only, and only as application/json (or +json). */
+function jsonBody(): express.RequestHandler {
+  const parse = express.json({ limit: '1mb', strict: false, type: () => true });
+  return (req, res, next) => {
+    const hasBody = Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
+    if (!hasBody) return next();
+    const type = String(req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+    if (type !== 'application/json' && !type.endsWith('+json')) {
+      return next(new AppError('unsupported-media-type', 'send the request body as application/json'));
+    }
+    return parse(req, res, next);
+  };
+}
+
+export function createApp(options: ApiOptions): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.set('query parser', 'simple');
+  app.use(requestId);
+  app.use(healthRouter(options.probe, options.build));
+
+  const whenReady = (build: (s: ApiServices) => Router) => {
+    let router: Router | undefined;
+    return (req: Request, res: Response, next: NextFunction) => {
+      const services = options.services();
+      if (!services) return next(new AppError('service-unavailable', 'the service is starting; try again shortly'));
+      router ??= build(services);
+      return router(req, res, next);
+    };
+  };
+
+  app.use((req, res, next) => {
+    const extra = options.extraRouters?.();
+    if (!extra) return next();
+    return extra(req, res, next);
+  });
+
+  app.use(
+    '/v1/tenants/:tenantId',
+    whenReady((s) => {
+      const tenant = express.Router({ mergeParams: true });
+      tenant.use(authenticate(s.store));
+      tenant.use(requireTenant);
+      tenant.use(jsonBody());
+      tenant.use('/destinations', destinationsRouter(s.store, s.claims));
+      tenant.use('/ingesters', ingestersRouter(s.store, options.publicBaseUrl));
+      tenant.use('/deliveries', deliveriesRouter(s.clickhouse, s.clickhouseDatabase));
+      return tenant;
+    }),
+  );
+
+  app.use((req, _res, next) => next(new AppError('not-found', `no route ${req.method} ${req.path}`)));
+  app.use(problemHandler(options.errorBase, options.log));
+  return app;
+}

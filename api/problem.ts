@@ -1,0 +1,57 @@
+import type { NextFunction, Request, Response } from 'express';
+import { AppError, TITLE_OF, type ErrorSlug } from '../core/errors';
+import { errorMessage, type Logger } from '../core/log';
+
+/** Maps every error to an RFC 9457 problem document; the one place that does so. */
+export function problemHandler(errorBase: string, log: Logger) {
+  return (err: unknown, req: Request, res: Response, _next: NextFunction): void => {
+    const requestId = String(res.getHeader('x-request-id') ?? '');
+    const appError = toAppError(err);
+    if (appError.slug === 'internal-error') {
+      log.error('unexpected error', { request_id: requestId, method: req.method, path: req.path, error: errorMessage(err), stack: err instanceof Error ? err.stack : undefined });
+    }
+    if (res.headersSent) {
+      res.end();
+      return;
+    }
+    if (appError.slug === 'rate-limit-exceeded' && typeof appError.extra.retry_after_seconds === 'number') {
+      res.setHeader('retry-after', String(appError.extra.retry_after_seconds));
+    }
+    res
+      .status(appError.status)
+      .type('application/problem+json')
+      .send(JSON.stringify(problemBody(errorBase, appError.slug, appError.message, requestId, appError.extra)));
+  };
+}
+
+export function problemBody(errorBase: string, slug: ErrorSlug, detail: string, requestId: string, extra: Record<string, unknown> = {}) {
+  return {
+    type: `${errorBase}/errors/${slug}`,
+    title: TITLE_OF[slug],
+    status: new AppError(slug, '').status,
+    detail,
+    instance: requestId,
+    ...extra,
+  };
+}
+
+interface HttpErrorLike {
+  type?: string;
+  status?: number;
+  statusCode?: number;
+  expose?: boolean;
+}
+
+/** Errors of body parsers and of the service itself become typed errors; anything else is a 500. */
+function toAppError(err: unknown): AppError {
+  if (err instanceof AppError) return err;
+  const e = err as HttpErrorLike;
+  if (e && typeof e === 'object') {
+    if (e.type === 'entity.too.large') return new AppError('payload-too-large', 'the request body is larger than allowed');
+    if (e.type === 'entity.parse.failed') return new AppError('validation-error', 'the request body is not valid JSON', { errors: [{ field: 'body', message: 'invalid JSON' }] });
+    if (e.type === 'encoding.unsupported' || e.type === 'charset.unsupported') return new AppError('unsupported-media-type', 'the request body encoding is not supported');
+    const status = e.status ?? e.statusCode;
+    if (e.expose && status === 400) return new AppError('validation-error', 'the request is malformed', { errors: [{ field: 'body', message: errorMessage(err) }] });
+  }
+  return new AppError('internal-error', 'an unexpected error occurred; quote the instance when reporting it');
+}

@@ -1,0 +1,60 @@
+import express, { type Router } from 'express';
+import { AppError, notFound } from '../../core/errors';
+import { newId } from '../../core/ids';
+import type { Destination } from '../../core/model';
+import { newSigningSecret } from '../../core/signing/standard-webhooks';
+import type { ConfigStore } from '../../platform/config-store/config-store';
+import type { NameClaims } from '../ports';
+import { authOf, requireResource, requireScope } from '../auth';
+import { BodyChecker } from '../validation';
+
+export function destinationView(d: Destination) {
+  return { id: d.id, name: d.name, url: d.url, status: d.status, created_at: d.created_at, updated_at: d.updated_at, disabled_reason: d.disabled_reason };
+}
+
+export function destinationsRouter(store: ConfigStore, claims: NameClaims): Router {
+  const router = express.Router({ mergeParams: true });
+
+  router.get('/', requireScope('read:destinations'), (_req, res) => {
+    const key = authOf(res);
+    const all = store.list('destination', key.tenant_id).filter((d) => !key.resource_ids || key.resource_ids.includes(d.id));
+    res.json({ destinations: all.map(destinationView), next_cursor: null });
+  });
+
+  router.post('/', requireScope('write:destinations'), async (req, res) => {
+    const key = authOf(res);
+    const check = new BodyChecker(req.body);
+    const name = check.string('name', { required: true, max: 200 });
+    const url = check.url('url', { required: true });
+    check.done();
+    const id = newId('destination');
+    const claimed = await claims.claim(key.tenant_id, 'destination-name', name!.trim(), id, (owner) => store.get('destination', key.tenant_id, owner) !== undefined);
+    if (!claimed) throw new AppError('conflict', `a destination named "${name!.trim()}" already exists`);
+    const now = new Date().toISOString();
+    const destination: Destination = {
+      kind: 'destination',
+      id,
+      tenant_id: key.tenant_id,
+      name: name!.trim(),
+      url: url!,
+      status: 'active',
+      signing_secret: newSigningSecret(),
+      disabled_reason: null,
+      created_at: now,
+      updated_at: now,
+    };
+    await store.put(destination);
+    // the signing secret is shown here once; later reads never include it
+    res.status(201).location(`${req.baseUrl}/${id}`).json({ ...destinationView(destination), signing_secret: destination.signing_secret });
+  });
+
+  router.get('/:destinationId', requireScope('read:destinations'), (req, res) => {
+    const key = authOf(res);
+    const d = store.get('destination', key.tenant_id, String(req.params.destinationId));
+    if (!d) throw notFound(`destination ${String(req.params.destinationId)}`);
+    requireResource(res, d.id);
+    res.json(destinationView(d));
+  });
+
+  return router;
+}

@@ -1,0 +1,196 @@
+import path from 'node:path';
+
+/**
+ * The one typed configuration of the service, read from environment variables.
+ * Every setting is declared once in SETTINGS with its default and unit; the README's
+ * configuration table lists the same variables (a test keeps them in step).
+ */
+export interface Config {
+  port: number;
+  host: string;
+  publicBaseUrl: string;
+  errorBase: string;
+  dataDir: string;
+  logLevel: LogLevel;
+  /** Unset: a local single-node Kafka is started under the data dir. */
+  kafkaBrokers: string[] | undefined;
+  kafkaReplicationFactor: number;
+  kafkaPartitions: number;
+  topicPrefix: string;
+  /** Unset: a local Kafka-backed registry is started. */
+  schemaRegistryUrl: string | undefined;
+  /** Unset: a local redis-server is started. */
+  redisUrl: string | undefined;
+  /** Unset: the embedded engine (chdb) under the data dir. */
+  clickhouseUrl: string | undefined;
+  clickhouseUser: string;
+  clickhousePassword: string;
+  clickhouseDatabase: string;
+  stages: StageName[];
+  ingestMaxBodyBytes: number;
+  deliveryTimeoutMs: number;
+  deliveryConnectTimeoutMs: number;
+  bootstrapDemoTenant: boolean;
+}
+
+export const STAGE_NAMES = ['api', 'validate', 'filter', 'route', 'deliver', 'sink'] as const;
+export type StageName = (typeof STAGE_NAMES)[number];
+export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+export interface SettingDoc {
+  env: string;
+  default: string;
+  unit: string;
+  description: string;
+}
+
+type Env = Record<string, string | undefined>;
+
+class Reader {
+  readonly errors: string[] = [];
+  constructor(private readonly env: Env) {}
+
+  raw(name: string): string | undefined {
+    const v = this.env[name];
+    return v === undefined || v.trim() === '' ? undefined : v.trim();
+  }
+
+  string(name: string, fallback: string): string {
+    return this.raw(name) ?? fallback;
+  }
+
+  optionalUrl(name: string, protocols: string[]): string | undefined {
+    const v = this.raw(name);
+    if (v === undefined) return undefined;
+    try {
+      const u = new URL(v);
+      if (!protocols.includes(u.protocol)) {
+        this.errors.push(`${name}: expected a ${protocols.join(' or ')} URL, got "${v}"`);
+      }
+    } catch {
+      this.errors.push(`${name}: not a URL: "${v}"`);
+    }
+    return v.replace(/\/+$/, '');
+  }
+
+  integer(name: string, fallback: number, min: number, max: number): number {
+    const v = this.raw(name);
+    if (v === undefined) return fallback;
+    if (!/^-?\d+$/.test(v)) {
+      this.errors.push(`${name}: expected an integer, got "${v}"`);
+      return fallback;
+    }
+    const n = Number(v);
+    if (n < min || n > max) {
+      this.errors.push(`${name}: must be between ${min} and ${max}, got ${n}`);
+      return fallback;
+    }
+    return n;
+  }
+
+  boolean(name: string, fallback: boolean): boolean {
+    const v = this.raw(name)?.toLowerCase();
+    if (v === undefined) return fallback;
+    if (['1', 'true', 'yes', 'on'].includes(v)) return true;
+    if (['0', 'false', 'no', 'off'].includes(v)) return false;
+    this.errors.push(`${name}: expected true or false, got "${v}"`);
+    return fallback;
+  }
+
+  oneOf<T extends string>(name: string, allowed: readonly T[], fallback: T): T {
+    const v = this.raw(name);
+    if (v === undefined) return fallback;
+    if (!(allowed as readonly string[]).includes(v)) {
+      this.errors.push(`${name}: must be one of ${allowed.join(', ')}, got "${v}"`);
+      return fallback;
+    }
+    return v as T;
+  }
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Reads and validates the whole configuration; every problem is reported at once. */
+export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config {
+  const r = new Reader(env);
+  const port = r.integer('PORT', 8080, 0, 65535);
+  const host = r.string('HOST', '127.0.0.1');
+  const publicBaseUrl = r.optionalUrl('PUBLIC_BASE_URL', ['http:', 'https:']) ?? `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`;
+  const errorBase = r.optionalUrl('ERROR_BASE', ['http:', 'https:']) ?? publicBaseUrl;
+  const brokers = r.raw('KAFKA_BROKERS');
+  const kafkaBrokers = brokers?.split(',').map((b) => b.trim()).filter(Boolean);
+  for (const b of kafkaBrokers ?? []) {
+    if (!/^[^\s:]+:\d{1,5}$/.test(b)) r.errors.push(`KAFKA_BROKERS: "${b}" is not host:port`);
+  }
+  const topicPrefix = r.string('TOPIC_PREFIX', '');
+  if (!/^[a-zA-Z0-9._-]*$/.test(topicPrefix)) r.errors.push(`TOPIC_PREFIX: only letters, digits, ".", "_" and "-" are allowed, got "${topicPrefix}"`);
+  const clickhouseDatabase = r.string('CLICKHOUSE_DATABASE', 'hookline');
+  if (!/^[a-zA-Z_][a-zA-Z0-9_]*$/.test(clickhouseDatabase)) r.errors.push(`CLICKHOUSE_DATABASE: must be an identifier ([A-Za-z_][A-Za-z0-9_]*), got "${clickhouseDatabase}"`);
+  const stages = parseStages(r);
+
+  const config: Config = {
+    port,
+    host,
+    publicBaseUrl,
+    errorBase,
+    dataDir: path.resolve(cwd, r.string('DATA_DIR', '.data')),
+    logLevel: r.oneOf('LOG_LEVEL', LOG_LEVELS, 'info'),
+    kafkaBrokers,
+    kafkaReplicationFactor: r.integer('KAFKA_REPLICATION_FACTOR', kafkaBrokers ? 3 : 1, 1, 16),
+    kafkaPartitions: r.integer('KAFKA_PARTITIONS', 3, 1, 1024),
+    topicPrefix,
+    schemaRegistryUrl: r.optionalUrl('SCHEMA_REGISTRY_URL', ['http:', 'https:']),
+    redisUrl: r.optionalUrl('REDIS_URL', ['redis:', 'rediss:']),
+    clickhouseUrl: r.optionalUrl('CLICKHOUSE_URL', ['http:', 'https:']),
+    clickhouseUser: r.string('CLICKHOUSE_USER', 'default'),
+    clickhousePassword: r.string('CLICKHOUSE_PASSWORD', ''),
+    clickhouseDatabase,
+    stages,
+    ingestMaxBodyBytes: r.integer('INGEST_MAX_BODY_BYTES', 1_048_576, 1, 64 * 1_048_576),
+    deliveryTimeoutMs: r.integer('DELIVERY_TIMEOUT_MS', 15_000, 100, 600_000),
+    deliveryConnectTimeoutMs: r.integer('DELIVERY_CONNECT_TIMEOUT_MS', 5_000, 50, 600_000),
+    bootstrapDemoTenant: r.boolean('BOOTSTRAP_DEMO_TENANT', true),
+  };
+  if (r.errors.length > 0) throw new ConfigError(r.errors);
+  return config;
+}
+
+function parseStages(r: Reader): StageName[] {
+  const v = r.raw('STAGES');
+  if (v === undefined || v === 'all') return [...STAGE_NAMES];
+  const names = v.split(',').map((s) => s.trim()).filter(Boolean);
+  const unknown = names.filter((n) => !(STAGE_NAMES as readonly string[]).includes(n));
+  if (unknown.length > 0) r.errors.push(`STAGES: unknown stage ${unknown.join(', ')}; known: all, ${STAGE_NAMES.join(', ')}`);
+  return names.filter((n): n is StageName => (STAGE_NAMES as readonly string[]).includes(n));
+}
+
+/** The documented settings, in the order the README lists them. */
+export const SETTINGS: SettingDoc[] = [
+  { env: 'PORT', default: '8080', unit: 'TCP port', description: 'Port of the HTTP API and the Hook URLs.' },
+  { env: 'HOST', default: '127.0.0.1', unit: 'address', description: 'Address the HTTP server binds to (0.0.0.0 in containers).' },
+  { env: 'PUBLIC_BASE_URL', default: 'http://HOST:PORT', unit: 'URL', description: 'Base of the Hook URLs handed to senders.' },
+  { env: 'ERROR_BASE', default: 'PUBLIC_BASE_URL', unit: 'URL', description: 'Base of problem type URIs: `<ERROR_BASE>/errors/<slug>`.' },
+  { env: 'DATA_DIR', default: './.data', unit: 'path', description: 'Directory of all local state: Kafka log, Redis, embedded ClickHouse, run files.' },
+  { env: 'LOG_LEVEL', default: 'info', unit: 'debug, info, warn, error', description: 'Lowest level written to stdout.' },
+  { env: 'KAFKA_BROKERS', default: 'unset: local Kafka', unit: 'host:port list', description: 'Comma-separated bootstrap brokers. Unset, a single-node Kafka 4 (KRaft) is resolved with Maven and started under DATA_DIR.' },
+  { env: 'KAFKA_REPLICATION_FACTOR', default: '1 local, 3 with KAFKA_BROKERS', unit: 'replicas', description: 'Replication factor of topics the service creates.' },
+  { env: 'KAFKA_PARTITIONS', default: '3', unit: 'partitions', description: 'Partitions of the event and delivery topics the service creates.' },
+  { env: 'TOPIC_PREFIX', default: '(empty)', unit: 'string', description: 'Prefix of every topic name, to share one cluster between deployments.' },
+  { env: 'SCHEMA_REGISTRY_URL', default: 'unset: local registry', unit: 'URL', description: 'Confluent-compatible schema registry. Unset, a Kafka-backed registry runs inside the service.' },
+  { env: 'REDIS_URL', default: 'unset: local redis-server', unit: 'redis:// URL', description: 'Redis for idempotency keys, rate limits and coordination. Unset, a redis-server is started on a free loopback port.' },
+  { env: 'CLICKHOUSE_URL', default: 'unset: embedded chdb', unit: 'URL', description: 'ClickHouse HTTP endpoint. Unset, the embedded engine (chdb) keeps its data under DATA_DIR.' },
+  { env: 'CLICKHOUSE_USER', default: 'default', unit: 'string', description: 'ClickHouse user (server only).' },
+  { env: 'CLICKHOUSE_PASSWORD', default: '(empty)', unit: 'string', description: 'ClickHouse password (server only).' },
+  { env: 'CLICKHOUSE_DATABASE', default: 'hookline', unit: 'identifier', description: 'Database holding the query tables; created and migrated at start.' },
+  { env: 'STAGES', default: 'all', unit: 'list', description: 'Stages this process runs: all, or a comma list of api, validate, filter, route, deliver, sink. `--stage <name>` on the command line overrides it.' },
+  { env: 'INGEST_MAX_BODY_BYTES', default: '1048576', unit: 'bytes', description: 'Largest webhook body a Hook URL accepts; larger gets 413.' },
+  { env: 'DELIVERY_TIMEOUT_MS', default: '15000', unit: 'milliseconds', description: 'Total time allowed for one delivery attempt.' },
+  { env: 'DELIVERY_CONNECT_TIMEOUT_MS', default: '5000', unit: 'milliseconds', description: 'Time allowed to open the connection of one delivery attempt.' },
+  { env: 'BOOTSTRAP_DEMO_TENANT', default: 'true', unit: 'boolean', description: 'On first start with an empty configuration, create tenant `demo` and print its API key once.' },
+];

@@ -1,0 +1,79 @@
+import type { LogLevel } from './config';
+
+const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
+
+/** Fields a log line may carry; ids let a reader follow one event across stages. */
+export interface LogFields {
+  tenant_id?: string;
+  event_id?: string;
+  delivery_id?: string;
+  destination_id?: string;
+  ingester_id?: string;
+  correlation_id?: string;
+  request_id?: string;
+  stage?: string;
+  [key: string]: unknown;
+}
+
+export interface LogRecord extends LogFields {
+  ts: string;
+  level: LogLevel;
+  msg: string;
+}
+
+export type LogSink = (record: LogRecord) => void;
+
+/** Structured JSON lines on stdout, plus any sinks added later (e.g. the ClickHouse log table). */
+export class Logger {
+  private readonly sinks: LogSink[] = [];
+
+  constructor(
+    private level: LogLevel = 'info',
+    private readonly base: LogFields = {},
+    private readonly write: (line: string) => void = (line) => process.stdout.write(line),
+    sinks?: LogSink[],
+  ) {
+    if (sinks) this.sinks = sinks;
+  }
+
+  child(fields: LogFields): Logger {
+    return new Logger(this.level, { ...this.base, ...fields }, this.write, this.sinks);
+  }
+
+  addSink(sink: LogSink): void {
+    this.sinks.push(sink);
+  }
+
+  setLevel(level: LogLevel): void {
+    this.level = level;
+  }
+
+  debug(msg: string, fields?: LogFields): void {
+    this.log('debug', msg, fields);
+  }
+  info(msg: string, fields?: LogFields): void {
+    this.log('info', msg, fields);
+  }
+  warn(msg: string, fields?: LogFields): void {
+    this.log('warn', msg, fields);
+  }
+  error(msg: string, fields?: LogFields): void {
+    this.log('error', msg, fields);
+  }
+
+  private log(level: LogLevel, msg: string, fields?: LogFields): void {
+    if (RANK[level] < RANK[this.level]) return;
+    const record: LogRecord = { ts: new Date().toISOString(), level, msg, ...this.base, ...fields };
+    this.write(`${JSON.stringify(record, errorReplacer)}\n`);
+    for (const sink of this.sinks) sink(record);
+  }
+}
+
+function errorReplacer(_key: string, value: unknown): unknown {
+  if (value instanceof Error) return { name: value.name, message: value.message };
+  return value;
+}
+
+export function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

@@ -1,0 +1,77 @@
+import type { Scope } from './scopes';
+
+/**
+ * The configuration entities. They live on the compacted config topic (one record per
+ * entity, keyed by kind/tenant/id) and every process holds them in memory.
+ */
+export interface Tenant {
+  kind: 'tenant';
+  id: string;
+  name: string;
+  created_at: string;
+}
+
+export interface ApiKey {
+  kind: 'api_key';
+  id: string;
+  tenant_id: string;
+  /** SHA-256 of the secret part, hex. The secret itself is never stored. */
+  secret_sha256: string;
+  scopes: Scope[];
+  /** When set, the key may act only on these resource ids. */
+  resource_ids: string[] | null;
+  created_at: string;
+  expires_at: string | null;
+}
+
+export type DestinationStatus = 'active' | 'disabled';
+
+export interface Destination {
+  kind: 'destination';
+  id: string;
+  tenant_id: string;
+  name: string;
+  url: string;
+  status: DestinationStatus;
+  /** Standard Webhooks signing secret, `whsec_` + base64; shown once on creation. */
+  signing_secret: string;
+  disabled_reason: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export const PROVIDERS = ['generic', 'stripe', 'github', 'shopify', 'slack', 'standard-webhooks', 'none'] as const;
+export type Provider = (typeof PROVIDERS)[number];
+
+export interface Ingester {
+  kind: 'ingester';
+  id: string;
+  tenant_id: string;
+  name: string;
+  provider: Provider;
+  /** Provider settings; secrets inside are masked whenever the API shows them. */
+  config: Record<string, unknown>;
+  filters: unknown[];
+  created_at: string;
+  updated_at: string;
+}
+
+/** Connects one ingester to destinations: an event of the ingester fans out to each. */
+export interface DeliveryFlow {
+  kind: 'flow';
+  id: string;
+  tenant_id: string;
+  name: string;
+  ingester_id: string;
+  destination_ids: string[];
+  created_at: string;
+  updated_at: string;
+}
+
+export type Entity = Tenant | ApiKey | Destination | Ingester | DeliveryFlow;
+export type EntityKind = Entity['kind'];
+
+/** Key of an entity on the config topic. Tenants have no tenant above them. */
+export function entityKey(kind: EntityKind, tenantId: string, id: string): string {
+  return `${kind}/${tenantId}/${id}`;
+}

@@ -1,0 +1,47 @@
+import { Agent, request } from 'undici';
+
+export interface SendRequest {
+  url: string;
+  headers: Record<string, string>;
+  body: Buffer;
+}
+
+export interface SendResult {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  durationMs: number;
+}
+
+/** The one port the delivery stage sends through. */
+export interface HttpSender {
+  send(req: SendRequest): Promise<SendResult>;
+  close(): Promise<void>;
+}
+
+/** undici with a connect timeout and a total timeout per attempt; the response body is drained, not kept. */
+export function undiciSender(options: { connectTimeoutMs: number; totalTimeoutMs: number }): HttpSender {
+  const agent = new Agent({
+    connect: { timeout: options.connectTimeoutMs },
+    headersTimeout: options.totalTimeoutMs,
+    bodyTimeout: options.totalTimeoutMs,
+    keepAliveTimeout: 10_000,
+    connections: 64,
+  });
+  return {
+    async send(req) {
+      const started = performance.now();
+      const res = await request(req.url, {
+        method: 'POST',
+        headers: req.headers,
+        body: req.body,
+        dispatcher: agent,
+        maxRedirections: 0,
+        signal: AbortSignal.timeout(options.totalTimeoutMs),
+      } as Parameters<typeof request>[1]);
+      // read at most a little of the answer; only the status counts
+      await res.body.dump({ limit: 64 * 1024 }).catch(() => undefined);
+      return { status: res.statusCode, headers: res.headers, durationMs: Math.round(performance.now() - started) };
+    },
+    close: () => agent.close(),
+  };
+}

@@ -1,0 +1,52 @@
+import { derivedId } from '../../core/ids';
+import type { DeliveryFlow, Destination } from '../../core/model';
+import type { Topics } from '../../core/topics';
+import type { DeliveryTask, WebhookEvent } from '../../platform/avro/records';
+import type { AnyOutput, RecordStage } from '../runner/stage';
+
+/** What routing needs to know of the configuration. */
+export interface FlowLookup {
+  list(kind: 'flow', tenantId: string): DeliveryFlow[];
+  get(kind: 'destination', tenantId: string, id: string): Destination | undefined;
+}
+
+/** filtered -> one delivery task per destination of the ingester's delivery flows. */
+export function routeStage(topics: Topics, config: FlowLookup): RecordStage<'WebhookEvent'> {
+  return {
+    kind: 'record',
+    name: 'route',
+    input: { topic: topics.filtered, record: 'WebhookEvent' },
+    async handle(event: WebhookEvent, { log }): Promise<AnyOutput[]> {
+      const destinations = new Set<string>();
+      for (const flow of config.list('flow', event.tenant_id)) {
+        if (flow.ingester_id !== event.ingester_id) continue;
+        for (const id of flow.destination_ids) {
+          const destination = config.get('destination', event.tenant_id, id);
+          if (destination && destination.status === 'active') destinations.add(id);
+        }
+      }
+      if (destinations.size === 0) {
+        log.warn('no active destination in the ingester\'s delivery flows; the event goes no further', { tenant_id: event.tenant_id, event_id: event.event_id, ingester_id: event.ingester_id, correlation_id: event.correlation_id });
+        return [];
+      }
+      return [...destinations].map((destinationId): AnyOutput => {
+        const task: DeliveryTask = {
+          // derived, so routing the same event twice yields the same delivery (and webhook-id)
+          delivery_id: derivedId('delivery', event.received_at, `${event.event_id}/${destinationId}`),
+          event_id: event.event_id,
+          tenant_id: event.tenant_id,
+          ingester_id: event.ingester_id,
+          destination_id: destinationId,
+          correlation_id: event.correlation_id,
+          attempt: 1,
+          not_before: Date.now(),
+          received_at: event.received_at,
+          content_type: event.content_type,
+          body: event.body,
+          replay_of: null,
+        };
+        return { topic: topics.deliveryRequested, key: destinationId, record: 'DeliveryTask', value: task };
+      });
+    },
+  };
+}

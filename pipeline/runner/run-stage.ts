@@ -1,0 +1,113 @@
+import type { Consumer, EachBatchPayload, Kafka, Producer } from 'kafkajs';
+import { errorMessage, type Logger } from '../../core/log';
+import type { AvroCodec } from '../../platform/avro/codec';
+import type { RecordName, RecordTypes } from '../../platform/avro/records';
+import type { AnyOutput, RecordStage, Stage } from './stage';
+
+export interface RunnerDeps {
+  kafka: Kafka;
+  producer: Producer;
+  codec: AvroCodec;
+  log: Logger;
+  /** Consumer groups are `<groupPrefix><stage name>`. */
+  groupPrefix: string;
+}
+
+export interface RunningStage {
+  name: string;
+  /** Stops fetching, lets the batch in hand finish and commit, then leaves the group. */
+  stop(): Promise<void>;
+}
+
+async function mapInOrder<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const results = new Array<R>(items.length);
+  let next = 0;
+  const workers = Array.from({ length: Math.min(limit, items.length) }, async () => {
+    while (next < items.length) {
+      const i = next++;
+      results[i] = await fn(items[i]!);
+    }
+  });
+  await Promise.all(workers);
+  return results;
+}
+
+/** Encodes outputs and produces them in one request per call, acks=all. */
+export async function produceOutputs(producer: Producer, codec: AvroCodec, outputs: AnyOutput[]): Promise<void> {
+  if (outputs.length === 0) return;
+  const byTopic = new Map<string, { key: string; value: Buffer }[]>();
+  for (const o of outputs) {
+    const value = await codec.encode(o.topic, o.record, o.value as never);
+    let list = byTopic.get(o.topic);
+    if (!list) byTopic.set(o.topic, (list = []));
+    list.push({ key: o.key, value });
+  }
+  await producer.sendBatch({
+    acks: -1,
+    topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
+  });
+}
+
+/**
+ * Runs a stage on its consumer group. A batch's offsets are committed only after every
+ * output of the batch has been acknowledged by Kafka (at-least-once). An error thrown by a
+ * handler fails the batch: nothing is committed and kafkajs fetches it again after backoff.
+ */
+export async function runStage(stage: Stage, deps: RunnerDeps): Promise<RunningStage> {
+  const log = deps.log.child({ stage: stage.name });
+  let stopped = false;
+  const consumer: Consumer = deps.kafka.consumer({
+    groupId: `${deps.groupPrefix}${stage.name}`,
+    maxWaitTimeInMs: 50,
+    sessionTimeout: 30_000,
+    heartbeatInterval: 3_000,
+    allowAutoTopicCreation: false,
+    retry: { retries: 10, initialRetryTime: 200, restartOnFailure: async () => !stopped },
+  });
+  await consumer.connect();
+  const inputs = stage.kind === 'record' ? [stage.input] : stage.inputs;
+  await consumer.subscribe({ topics: inputs.map((i) => i.topic), fromBeginning: true });
+
+  const onBatch = async ({ batch, heartbeat, isRunning, isStale }: EachBatchPayload) => {
+    if (batch.messages.length === 0) return;
+    const values: RecordTypes[RecordName][] = [];
+    for (const message of batch.messages) {
+      if (message.value === null) continue;
+      values.push(await deps.codec.decode('WebhookEvent' as RecordName, message.value));
+    }
+    if (!isRunning() || isStale()) return;
+    const ctx = { log };
+    if (stage.kind === 'batch') {
+      await stage.handleBatch(batch.topic, values, ctx);
+    } else {
+      const recordStage = stage as RecordStage;
+      const outputs = await mapInOrder(values, recordStage.concurrency ?? 16, (v) => recordStage.handle(v as never, ctx));
+      await produceOutputs(deps.producer, deps.codec, outputs.flat());
+    }
+    const next = (BigInt(batch.lastOffset()) + 1n).toString();
+    await consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: next }]);
+    await heartbeat();
+  };
+
+  await consumer.run({
+    autoCommit: false,
+    eachBatchAutoResolve: false,
+    partitionsConsumedConcurrently: 4,
+    eachBatch: async (payload) => {
+      try {
+        await onBatch(payload);
+      } catch (err) {
+        log.error('batch failed; it will be consumed again', { topic: payload.batch.topic, partition: payload.batch.partition, error: errorMessage(err) });
+        throw err;
+      }
+    },
+  });
+  log.debug('stage started', { inputs: inputs.map((i) => i.topic) });
+  return {
+    name: stage.name,
+    async stop() {
+      stopped = true;
+      await consumer.disconnect();
+    },
+  };
+}

@@ -1,0 +1,39 @@
+import type { Logger } from '../../core/log';
+import type { RecordName, RecordTypes } from '../../platform/avro/records';
+
+/** A record a stage wants written; the runner encodes it and produces it with acks=all. */
+export interface Output<N extends RecordName = RecordName> {
+  topic: string;
+  key: string;
+  record: N;
+  value: RecordTypes[N];
+}
+
+export type AnyOutput = { [N in RecordName]: Output<N> }[RecordName];
+
+export interface StageContext {
+  log: Logger;
+}
+
+/**
+ * A stage that turns each input record into output records. The handler may have side
+ * effects through the ports its factory was given; the runner owns everything Kafka.
+ */
+export interface RecordStage<N extends RecordName = RecordName> {
+  kind: 'record';
+  name: string;
+  input: { topic: string; record: N };
+  /** How many records of one batch are handled at once; outputs keep input order. */
+  concurrency?: number;
+  handle(value: RecordTypes[N], ctx: StageContext): Promise<AnyOutput[]>;
+}
+
+/** A stage that takes whole batches (the sink writes thousands of rows per insert). */
+export interface BatchStage {
+  kind: 'batch';
+  name: string;
+  inputs: { topic: string; record: RecordName }[];
+  handleBatch(topic: string, values: RecordTypes[RecordName][], ctx: StageContext): Promise<void>;
+}
+
+export type Stage = RecordStage<'WebhookEvent'> | RecordStage<'DeliveryTask'> | RecordStage<'EventTransition'> | RecordStage<'DeliveryOutcome'> | BatchStage;

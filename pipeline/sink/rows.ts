@@ -1,0 +1,64 @@
+import { createHash } from 'node:crypto';
+import type { DeliveryOutcome, EventTransition, WebhookEvent } from '../../platform/avro/records';
+
+/** ClickHouse DateTime64(3) text, UTC. */
+export function chTime(ms: number): string {
+  return new Date(ms).toISOString().replace('T', ' ').replace('Z', '');
+}
+
+export function eventRow(e: WebhookEvent) {
+  return {
+    tenant_id: e.tenant_id,
+    event_id: e.event_id,
+    ingester_id: e.ingester_id,
+    correlation_id: e.correlation_id,
+    received_at: chTime(e.received_at),
+    event_type: e.event_type,
+    content_type: e.content_type,
+    headers: JSON.stringify(e.headers.map((h) => [h.name, h.value])),
+    // ClickHouse String holds bytes; JSON transport needs text, so non-UTF-8 bodies go as base64
+    body: isUtf8(e.body) ? e.body.toString('utf8') : `base64:${e.body.toString('base64')}`,
+    body_sha256: createHash('sha256').update(e.body).digest('hex'),
+  };
+}
+
+export function transitionRow(t: EventTransition) {
+  return {
+    tenant_id: t.tenant_id,
+    event_id: t.event_id,
+    ingester_id: t.ingester_id,
+    state: t.state,
+    at: chTime(t.at),
+    correlation_id: t.correlation_id,
+    reason: t.reason,
+    delivery_id: t.delivery_id ?? '',
+    destination_id: t.destination_id ?? '',
+  };
+}
+
+export function deliveryRow(o: DeliveryOutcome) {
+  return {
+    tenant_id: o.tenant_id,
+    delivery_id: o.delivery_id,
+    attempt_number: o.attempt_number,
+    event_id: o.event_id,
+    destination_id: o.destination_id,
+    correlation_id: o.correlation_id,
+    status: o.status,
+    response_code: o.response_code,
+    attempted_at: chTime(o.attempted_at),
+    duration_ms: o.duration_ms,
+    error_message: o.error_message,
+    body_sha256: o.body_sha256,
+    next_attempt_at: o.next_attempt_at === null ? null : chTime(o.next_attempt_at),
+  };
+}
+
+function isUtf8(buf: Buffer): boolean {
+  try {
+    new TextDecoder('utf-8', { fatal: true }).decode(buf);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,35 @@
+import type { Ingester } from '../../core/model';
+import type { Topics } from '../../core/topics';
+import type { WebhookEvent } from '../../platform/avro/records';
+import type { AnyOutput, RecordStage } from '../runner/stage';
+import { transition } from '../transitions';
+import { verifyRequest } from './verify';
+
+/** What validation needs to know of the configuration. */
+export interface IngesterLookup {
+  get(kind: 'ingester', tenantId: string, id: string): Ingester | undefined;
+}
+
+/** received -> validated, or -> failed with the reason (the raw body stays on the received topic and in ClickHouse). */
+export function validateStage(topics: Topics, config: IngesterLookup): RecordStage<'WebhookEvent'> {
+  return {
+    kind: 'record',
+    name: 'validate',
+    input: { topic: topics.received, record: 'WebhookEvent' },
+    async handle(event: WebhookEvent, { log }): Promise<AnyOutput[]> {
+      const ingester = config.get('ingester', event.tenant_id, event.ingester_id);
+      const verdict = ingester
+        ? verifyRequest(ingester, { headers: event.headers, body: event.body, receivedAt: event.received_at })
+        : ({ ok: false, reason: 'the ingester no longer exists' } as const);
+      if (!verdict.ok) {
+        log.warn('verification failed', { tenant_id: event.tenant_id, event_id: event.event_id, ingester_id: event.ingester_id, correlation_id: event.correlation_id, reason: verdict.reason });
+        return [transition(topics, event, 'failed', { reason: `verification failed: ${verdict.reason}` })];
+      }
+      const validated: WebhookEvent = { ...event, event_type: verdict.eventType ?? event.event_type };
+      return [
+        { topic: topics.validated, key: `${event.tenant_id}/${event.ingester_id}`, record: 'WebhookEvent', value: validated },
+        transition(topics, event, 'validated'),
+      ];
+    },
+  };
+}

@@ -1,0 +1,55 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry';
+import { SCHEMA_FILES, type RecordName, type RecordTypes } from './records';
+
+export const SCHEMA_DIR = path.resolve(__dirname, '../../schemas');
+
+export function readSchema(name: RecordName): string {
+  return readFileSync(path.join(SCHEMA_DIR, SCHEMA_FILES[name]), 'utf8');
+}
+
+/** Which record each topic carries; its subject is `<topic>-value` (Confluent's TopicNameStrategy). */
+export type TopicRecords = Partial<Record<string, RecordName>>;
+
+/**
+ * Avro in the Confluent wire format (magic byte, 4-byte schema id, Avro binary), with the
+ * schemas registered once per subject at start. Readers decode with whatever writer schema
+ * id a record carries, so producers that registered a compatible newer schema still work.
+ */
+export class AvroCodec {
+  private readonly ids = new Map<string, number>();
+
+  constructor(readonly registry: SchemaRegistry) {}
+
+  static connect(url: string): AvroCodec {
+    return new AvroCodec(new SchemaRegistry({ host: url }));
+  }
+
+  /** Registers the record schema of every topic under `<topic>-value`. */
+  async register(topics: Record<string, RecordName>): Promise<void> {
+    await Promise.all(
+      Object.entries(topics).map(async ([topic, name]) => {
+        const { id } = await this.registry.register(
+          { type: SchemaType.AVRO, schema: readSchema(name) },
+          { subject: `${topic}-value` },
+        );
+        this.ids.set(topic, id);
+      }),
+    );
+  }
+
+  schemaId(topic: string): number {
+    const id = this.ids.get(topic);
+    if (id === undefined) throw new Error(`no schema registered for topic ${topic}`);
+    return id;
+  }
+
+  encode<N extends RecordName>(topic: string, _name: N, value: RecordTypes[N]): Promise<Buffer> {
+    return this.registry.encode(this.schemaId(topic), value);
+  }
+
+  decode<N extends RecordName>(_name: N, buffer: Buffer): Promise<RecordTypes[N]> {
+    return this.registry.decode(buffer) as Promise<RecordTypes[N]>;
+  }
+}

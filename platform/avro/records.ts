@@ -1,0 +1,96 @@
+/** TypeScript shapes of the Avro records in schemas/. Times are milliseconds since the epoch. */
+
+export interface Header {
+  name: string;
+  value: string;
+}
+
+export interface WebhookEvent {
+  event_id: string;
+  tenant_id: string;
+  ingester_id: string;
+  correlation_id: string;
+  received_at: number;
+  method: string;
+  query: string;
+  headers: Header[];
+  content_type: string | null;
+  body: Buffer;
+  source_ip: string | null;
+  event_type: string | null;
+}
+
+export const EVENT_STATES = ['received', 'validated', 'filtered', 'delivered', 'acked', 'failed', 'dlq_queued', 'replayed'] as const;
+export type EventState = (typeof EVENT_STATES)[number];
+
+export interface EventTransition {
+  event_id: string;
+  tenant_id: string;
+  ingester_id: string;
+  state: EventState;
+  at: number;
+  correlation_id: string;
+  reason: string | null;
+  delivery_id: string | null;
+  destination_id: string | null;
+}
+
+export interface DeliveryTask {
+  delivery_id: string;
+  event_id: string;
+  tenant_id: string;
+  ingester_id: string;
+  destination_id: string;
+  correlation_id: string;
+  attempt: number;
+  not_before: number;
+  received_at: number;
+  content_type: string | null;
+  body: Buffer;
+  replay_of: string | null;
+}
+
+export type DeliveryStatus = 'delivered' | 'retrying' | 'failed';
+
+export interface DeliveryOutcome {
+  delivery_id: string;
+  event_id: string;
+  tenant_id: string;
+  destination_id: string;
+  correlation_id: string;
+  attempt_number: number;
+  status: DeliveryStatus;
+  response_code: number | null;
+  attempted_at: number;
+  duration_ms: number;
+  error_message: string | null;
+  body_sha256: string;
+  next_attempt_at: number | null;
+}
+
+export interface ConfigEntry {
+  kind: string;
+  tenant_id: string;
+  id: string;
+  data: string;
+  written_at: number;
+}
+
+/** Which schema file describes which record. */
+export interface RecordTypes {
+  WebhookEvent: WebhookEvent;
+  EventTransition: EventTransition;
+  DeliveryTask: DeliveryTask;
+  DeliveryOutcome: DeliveryOutcome;
+  ConfigEntry: ConfigEntry;
+}
+
+export type RecordName = keyof RecordTypes;
+
+export const SCHEMA_FILES: Record<RecordName, string> = {
+  WebhookEvent: 'webhook-event.avsc',
+  EventTransition: 'event-transition.avsc',
+  DeliveryTask: 'delivery-task.avsc',
+  DeliveryOutcome: 'delivery-outcome.avsc',
+  ConfigEntry: 'config-entry.avsc',
+};

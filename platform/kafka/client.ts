@@ -1,0 +1,89 @@
+import { Kafka, logLevel, type Admin, type ITopicConfig, type LogEntry } from 'kafkajs';
+
+/** kafkajs logs through this; WARN and above go to stderr as one JSON line each. */
+function kafkaLogCreator() {
+  return ({ level, log }: LogEntry) => {
+    if (level > logLevel.WARN) return;
+    const { message, ...rest } = log;
+    // right after a broker starts its group coordinator is briefly unavailable or loading;
+    // kafkajs retries (or restarts the consumer) by itself, so these are not worth a line
+    const text = `${message} ${typeof rest.error === 'string' ? rest.error : ''}`;
+    if (/coordinator is not available|coordinator is loading|Restarting the consumer in \d+ms/.test(text) && !/NumberOfRetriesExceeded/.test(text)) return;
+    process.stderr.write(
+      `${JSON.stringify({ level: level === logLevel.ERROR ? 'error' : 'warn', source: 'kafkajs', message, ...rest })}\n`,
+    );
+  };
+}
+
+export function createKafka(brokers: string[], clientId: string, options: { quiet?: boolean } = {}): Kafka {
+  process.env.KAFKAJS_NO_PARTITIONER_WARNING = '1';
+  return new Kafka({
+    clientId,
+    brokers,
+    logLevel: options.quiet ? logLevel.NOTHING : logLevel.WARN,
+    logCreator: kafkaLogCreator,
+    retry: { initialRetryTime: 100, retries: 8 },
+    connectionTimeout: 3000,
+  });
+}
+
+export interface TopicSpec {
+  topic: string;
+  partitions: number;
+  compacted?: boolean;
+  /** Retention in milliseconds for delete-policy topics; unset keeps the broker default. */
+  retentionMs?: number;
+}
+
+/** Creates the topics that do not exist yet; existing ones are left as they are. */
+export async function ensureTopics(kafka: Kafka, specs: TopicSpec[], replicationFactor = 1): Promise<void> {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    const existing = new Set(await admin.listTopics());
+    const missing: ITopicConfig[] = specs
+      .filter((s) => !existing.has(s.topic))
+      .map((s) => {
+        const configEntries: { name: string; value: string }[] = [];
+        if (s.compacted) configEntries.push({ name: 'cleanup.policy', value: 'compact' });
+        if (s.retentionMs !== undefined) configEntries.push({ name: 'retention.ms', value: String(s.retentionMs) });
+        configEntries.push({ name: 'min.insync.replicas', value: String(Math.min(2, replicationFactor)) });
+        return { topic: s.topic, numPartitions: s.partitions, replicationFactor, configEntries };
+      });
+    if (missing.length > 0) await createWithRetry(admin, missing);
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+interface TopicCreationFailure {
+  topic: string;
+  type: string;
+  message?: string;
+  retriable?: boolean;
+}
+
+/**
+ * Creates topics, retrying while the controller settles (a broker that just started may
+ * answer with retriable errors); a topic that someone else created meanwhile counts as done.
+ */
+async function createWithRetry(admin: Admin, topics: ITopicConfig[], attempts = 10): Promise<void> {
+  let pending = topics;
+  for (let i = 1; ; i++) {
+    try {
+      await admin.createTopics({ topics: pending, waitForLeaders: true });
+      return;
+    } catch (err) {
+      const failures = ((err as { errors?: TopicCreationFailure[] }).errors ?? []).filter((f) => f.type !== 'TOPIC_ALREADY_EXISTS');
+      if ((err as { errors?: unknown }).errors && failures.length === 0) return;
+      const retriable = failures.length > 0 && failures.every((f) => f.retriable !== false);
+      if (!retriable || i >= attempts) {
+        const detail = failures.map((f) => `${f.topic}: ${f.type}${f.message ? ` (${f.message})` : ''}`).join('; ');
+        throw new Error(`could not create topics: ${detail || (err instanceof Error ? err.message : String(err))}`, { cause: err });
+      }
+      const failed = new Set(failures.map((f) => f.topic));
+      pending = pending.filter((t) => failed.has(t.topic));
+      await new Promise((r) => setTimeout(r, 200 * i));
+    }
+  }
+}

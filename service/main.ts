@@ -1,0 +1,66 @@
+import { ConfigError, loadConfig, STAGE_NAMES, type Config } from '../core/config';
+import { Logger, errorMessage } from '../core/log';
+import { MissingPrerequisite } from '../infra/prerequisites';
+import { startService } from './service';
+
+/** `--stage <name>` (repeatable) overrides STAGES, for running one stage per process. */
+function stagesFromArgs(argv: string[]): string | undefined {
+  const names: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    if (argv[i] === '--stage' && argv[i + 1]) names.push(argv[++i]!);
+    else if (argv[i]?.startsWith('--stage=')) names.push(argv[i]!.slice('--stage='.length));
+  }
+  return names.length > 0 ? names.join(',') : undefined;
+}
+
+async function main(): Promise<void> {
+  let config: Config;
+  try {
+    const stages = stagesFromArgs(process.argv.slice(2));
+    config = loadConfig(stages ? { ...process.env, STAGES: stages } : process.env);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n(known stages: ${STAGE_NAMES.join(', ')})\n`);
+      process.exit(1);
+    }
+    throw err;
+  }
+  const log = new Logger(config.logLevel);
+  let stopping = false;
+  let stop: (() => Promise<void>) | undefined;
+  const shutdown = (signal: string) => {
+    if (stopping) {
+      log.warn('second signal: exiting at once', { signal });
+      process.exit(130);
+    }
+    stopping = true;
+    log.info('stopping', { signal });
+    void (stop ? stop() : Promise.resolve()).finally(() => process.exit(0));
+  };
+  process.on('SIGINT', () => shutdown('SIGINT'));
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+
+  try {
+    const service = await startService(config, log);
+    stop = service.stop;
+    if (stopping) {
+      await service.stop();
+      process.exit(0);
+    }
+    if (service.demoKey) {
+      process.stdout.write(
+        `\nDemo tenant "demo" created. Its API key (shown once, keep it):\n\n  ${service.demoKey}\n\n` +
+          `Try: curl -H "Authorization: Bearer ${service.demoKey}" ${service.url ?? config.publicBaseUrl}/v1/tenants/demo/destinations\n\n`,
+      );
+    }
+  } catch (err) {
+    if (err instanceof MissingPrerequisite) {
+      process.stderr.write(`${err.message}\n`);
+    } else {
+      process.stderr.write(`start-up failed: ${errorMessage(err)}\n`);
+    }
+    process.exit(1);
+  }
+}
+
+void main();

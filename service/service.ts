@@ -1,0 +1,188 @@
+import http from 'node:http';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import type { ClickHouseClient } from '@clickhouse/client';
+import { Redis } from 'ioredis';
+import type { Kafka, Producer } from 'kafkajs';
+import { createApp, type ApiServices } from '../api/app';
+import type { BuildInfo } from '../api/routes/health';
+import type { Config } from '../core/config';
+import { Logger, errorMessage } from '../core/log';
+import { SCOPES } from '../core/scopes';
+import { topicNames, type Topics } from '../core/topics';
+import { startLocalInfrastructure, writeRunFile, removeRunFile, type LocalInfrastructure } from '../infra/local';
+import { startSchemaRegistry, type SchemaRegistryServer } from '../infra/registry/server';
+import { AvroCodec } from '../platform/avro/codec';
+import { openClickHouse } from '../platform/clickhouse/client';
+import { migrate } from '../platform/clickhouse/migrate';
+import { ConfigStore } from '../platform/config-store/config-store';
+import { ensureTenant, issueApiKey } from '../platform/config-store/tenants';
+import { BatchingProducer } from '../platform/kafka/batching-producer';
+import { createKafka, ensureTopics } from '../platform/kafka/client';
+import { RedisNameClaims } from '../platform/redis/name-claims';
+import { deliverStage } from '../pipeline/deliver/stage';
+import { undiciSender, type HttpSender } from '../pipeline/deliver/http-sender';
+import { filterStage } from '../pipeline/filter/stage';
+import { ingestRouter } from '../pipeline/ingest/router';
+import { routeStage } from '../pipeline/route/stage';
+import { runStage, type RunningStage } from '../pipeline/runner/run-stage';
+import type { Stage } from '../pipeline/runner/stage';
+import { sinkStage } from '../pipeline/sink/stage';
+import { validateStage } from '../pipeline/validate/stage';
+import { healthProbe, type Connections } from './health';
+import { topology } from './topology';
+
+export interface RunningService {
+  /** Base URL of the HTTP server, when this process runs the api stage. */
+  url: string | undefined;
+  topics: Topics;
+  store: ConfigStore;
+  clickhouse: ClickHouseClient;
+  kafka: Kafka;
+  /** The demo tenant's key, when this start created it. */
+  demoKey: string | undefined;
+  stop(): Promise<void>;
+}
+
+export function buildInfo(): BuildInfo {
+  const pkg = JSON.parse(readFileSync(path.resolve(__dirname, '../package.json'), 'utf8')) as { name: string; version: string };
+  return {
+    name: pkg.name,
+    version: pkg.version,
+    commit: process.env.BUILD_COMMIT ?? null,
+    node: process.version,
+    started_at: new Date().toISOString(),
+  };
+}
+
+/**
+ * The composition root: brings up (or connects to) the infrastructure, then the stages this
+ * process runs. The HTTP server listens first, so health answers 503 while the rest starts.
+ */
+export async function startService(config: Config, log = new Logger(config.logLevel)): Promise<RunningService> {
+  const topics = topicNames(config.topicPrefix);
+  const connections: Connections = {};
+  let services: ApiServices | undefined;
+  let ingest: ReturnType<typeof ingestRouter> | undefined;
+  const cleanups: (() => Promise<unknown>)[] = [];
+  const stopAll = async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) {
+      await cleanup().catch((err: unknown) => log.warn('error while stopping', { error: errorMessage(err) }));
+    }
+  };
+
+  try {
+    let url: string | undefined;
+    if (config.stages.includes('api')) {
+      const app = createApp({
+        publicBaseUrl: config.publicBaseUrl,
+        errorBase: config.errorBase,
+        log,
+        probe: healthProbe(connections),
+        build: buildInfo(),
+        services: () => services,
+        extraRouters: () => ingest,
+      });
+      const server = http.createServer({ keepAliveTimeout: 65_000 }, app);
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(config.port, config.host, () => resolve());
+      });
+      const address = server.address();
+      const port = address && typeof address === 'object' ? address.port : config.port;
+      url = `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${port}`;
+      cleanups.push(async () => {
+        server.closeIdleConnections();
+        await new Promise<void>((resolve) => server.close(() => resolve()));
+      });
+      log.info('HTTP server listening; dependencies starting', { url });
+    }
+
+    const infra: LocalInfrastructure = await startLocalInfrastructure(config, log);
+    cleanups.push(() => infra.stop());
+
+    const kafka = createKafka(infra.endpoints.kafkaBrokers, `hookline-${process.pid}`);
+    const { specs, records } = topology(topics, config.kafkaPartitions);
+    await ensureTopics(kafka, specs, config.kafkaReplicationFactor);
+    const admin = kafka.admin();
+    await admin.connect();
+    cleanups.push(() => admin.disconnect());
+    connections.kafkaAdmin = admin;
+
+    let registryUrl = infra.endpoints.schemaRegistryUrl;
+    if (!registryUrl) {
+      const registry: SchemaRegistryServer = await startSchemaRegistry({ kafka, topic: topics.schemas });
+      cleanups.push(() => registry.close());
+      registryUrl = registry.url;
+      log.info('local schema registry started', { url: registryUrl });
+    }
+    connections.schemaRegistryUrl = registryUrl;
+    const codec = AvroCodec.connect(registryUrl);
+    await codec.register(records);
+
+    const redis = new Redis(infra.endpoints.redisUrl, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: true });
+    await redis.connect();
+    cleanups.push(() => redis.quit());
+    connections.redis = redis;
+
+    const clickhouse = openClickHouse({ url: config.clickhouseUrl, user: config.clickhouseUser, password: config.clickhousePassword, dataDir: config.dataDir });
+    cleanups.push(() => clickhouse.close());
+    await migrate(clickhouse, config.clickhouseDatabase);
+    connections.clickhouse = clickhouse;
+
+    const store = new ConfigStore(kafka, codec, topics.config);
+    await store.start();
+    cleanups.push(() => store.stop());
+
+    const producer: Producer = kafka.producer({ allowAutoTopicCreation: false });
+    await producer.connect();
+    cleanups.push(() => producer.disconnect());
+
+    writeRunFile(config.dataDir, {
+      pid: process.pid,
+      kafka_brokers: infra.endpoints.kafkaBrokers,
+      schema_registry_url: registryUrl,
+      redis_url: infra.endpoints.redisUrl,
+      api_url: url ?? null,
+    });
+    cleanups.push(async () => removeRunFile(config.dataDir));
+
+    const sender: HttpSender = undiciSender({ connectTimeoutMs: config.deliveryConnectTimeoutMs, totalTimeoutMs: config.deliveryTimeoutMs });
+    cleanups.push(() => sender.close());
+    const stages: Stage[] = [];
+    if (config.stages.includes('validate')) stages.push(validateStage(topics, store));
+    if (config.stages.includes('filter')) stages.push(filterStage(topics));
+    if (config.stages.includes('route')) stages.push(routeStage(topics, store));
+    if (config.stages.includes('deliver')) stages.push(deliverStage(topics, store, sender));
+    if (config.stages.includes('sink')) {
+      stages.push(
+        sinkStage(topics, {
+          insert: async (table, rows) => {
+            if (rows.length === 0) return;
+            await clickhouse.insert({ table: `${config.clickhouseDatabase}.${table}`, values: rows, format: 'JSONEachRow' });
+          },
+        }),
+      );
+    }
+    const running: RunningStage[] = await Promise.all(
+      stages.map((stage) => runStage(stage, { kafka, producer, codec, log, groupPrefix: `${config.topicPrefix}hookline.` })),
+    );
+    // stages stop before the producer and the store they write through
+    cleanups.push(() => Promise.all(running.map((s) => s.stop())));
+
+    let demoKey: string | undefined;
+    if (config.bootstrapDemoTenant && store.all('tenant').length === 0) {
+      await ensureTenant(store, 'demo', 'Demo tenant');
+      demoKey = (await issueApiKey(store, 'demo', [...SCOPES])).api_key;
+    }
+
+    ingest = ingestRouter({ topics, config: store, codec, producer: new BatchingProducer(producer), maxBodyBytes: config.ingestMaxBodyBytes, log });
+    services = { store, clickhouse, clickhouseDatabase: config.clickhouseDatabase, claims: new RedisNameClaims(redis, config.topicPrefix) };
+    log.info('service ready', { url, stages: config.stages, data_dir: config.dataDir });
+
+    return { url, topics, store, clickhouse, kafka, demoKey, stop: stopAll };
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+}

@@ -1,0 +1,28 @@
+import type { TopicSpec } from '../platform/kafka/client';
+import type { RecordName } from '../platform/avro/records';
+import type { Topics } from '../core/topics';
+
+/** Every topic the service uses, with its partitioning and the record it carries. */
+export function topology(topics: Topics, partitions: number): { specs: TopicSpec[]; records: Record<string, RecordName> } {
+  const specs: TopicSpec[] = [
+    { topic: topics.config, partitions: 1, compacted: true },
+    { topic: topics.received, partitions },
+    { topic: topics.validated, partitions },
+    { topic: topics.filtered, partitions },
+    { topic: topics.transitions, partitions },
+    { topic: topics.deliveryRequested, partitions },
+    { topic: topics.deliveryCompleted, partitions },
+    { topic: topics.deliveryDlq, partitions },
+  ];
+  const records: Record<string, RecordName> = {
+    [topics.config]: 'ConfigEntry',
+    [topics.received]: 'WebhookEvent',
+    [topics.validated]: 'WebhookEvent',
+    [topics.filtered]: 'WebhookEvent',
+    [topics.transitions]: 'EventTransition',
+    [topics.deliveryRequested]: 'DeliveryTask',
+    [topics.deliveryCompleted]: 'DeliveryOutcome',
+    [topics.deliveryDlq]: 'DeliveryTask',
+  };
+  return { specs, records };
+}
