@@ -41,6 +41,7 @@ export async function startLocalInfrastructure(config: Config, log: Logger): Pro
   if (kafka) {
     started.push('kafka');
     log.info('local Kafka started', { brokers: kafka.brokers.join(',') });
+    kafka.onUnexpectedExit((detail) => log.error('local Kafka stopped unexpectedly', { detail }));
   }
   if (redis) {
     started.push('redis');

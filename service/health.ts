@@ -9,6 +9,8 @@ export interface Connections {
   schemaRegistryUrl?: string;
   redis?: Redis;
   clickhouse?: ClickHouseClient;
+  /** Set once every stage of this process runs and the API serves. */
+  ready?: boolean;
 }
 
 async function timed(check: () => Promise<unknown>, timeoutMs = 2_000): Promise<DependencyStatus> {
@@ -51,7 +53,8 @@ export function healthProbe(connections: Connections): HealthProbe {
             })
           : starting,
       ]);
-      const out: Record<DependencyName, DependencyStatus> = { kafka, schema_registry, redis: redisStatus, clickhouse: clickhouseStatus };
+      const pipeline: DependencyStatus = connections.ready ? { status: 'up' } : { status: 'starting', detail: 'stages and API are starting' };
+      const out: Record<DependencyName, DependencyStatus> = { kafka, schema_registry, redis: redisStatus, clickhouse: clickhouseStatus, pipeline };
       return out;
     },
   };

@@ -178,6 +178,7 @@ export async function startService(config: Config, log = new Logger(config.logLe
 
     ingest = ingestRouter({ topics, config: store, codec, producer: new BatchingProducer(producer), maxBodyBytes: config.ingestMaxBodyBytes, log });
     services = { store, clickhouse, clickhouseDatabase: config.clickhouseDatabase, claims: new RedisNameClaims(redis, config.topicPrefix) };
+    connections.ready = true;
     log.info('service ready', { url, stages: config.stages, data_dir: config.dataDir });
 
     return { url, topics, store, clickhouse, kafka, demoKey, stop: stopAll };

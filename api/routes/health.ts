@@ -1,6 +1,7 @@
 import express, { type Router } from 'express';
 
-export type DependencyName = 'kafka' | 'schema_registry' | 'redis' | 'clickhouse';
+/** The dependencies, and `pipeline`: this process's own stages and API, up once start-up has finished. */
+export type DependencyName = 'kafka' | 'schema_registry' | 'redis' | 'clickhouse' | 'pipeline';
 
 export interface DependencyStatus {
   status: 'up' | 'down' | 'starting';

@@ -12,6 +12,8 @@ const POM = path.join(__dirname, 'pom.xml');
 
 export interface LocalKafka {
   brokers: string[];
+  /** Calls `listener` if the broker ends without stop() having been called. */
+  onUnexpectedExit(listener: (detail: string) => void): void;
   stop(): Promise<void>;
 }
 
@@ -188,6 +190,11 @@ export async function startLocalKafka(dataDir: string, options: { heap?: string 
 
   return {
     brokers,
+    onUnexpectedExit(listener) {
+      void child.exited.then(({ code, signal }) => {
+        if (!child.stopping) listener(`exit code ${code}, signal ${signal}; see ${path.join(dataDir, 'server.log')}`);
+      });
+    },
     async stop() {
       await child.stop(15_000);
       rmSync(pidFile, { force: true });

@@ -8,8 +8,10 @@ const TETHER = path.join(__dirname, 'tether.sh');
 export interface ChildHandle {
   readonly name: string;
   readonly pid: number;
-  /** Resolves with the exit code once the process has ended. */
-  readonly exited: Promise<number | null>;
+  /** Resolves once the process has ended: its exit code, or the signal that ended it. */
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** True once stop() was called: an exit after that is expected. */
+  readonly stopping: boolean;
   /** SIGTERM, then SIGKILL to the whole group after `graceMs`. */
   stop(graceMs?: number): Promise<void>;
 }
@@ -51,17 +53,22 @@ export function spawnTethered(
   (child.stdin as unknown as { unref?: () => void } | null)?.unref?.();
   child.unref();
   const pid = child.pid;
-  const exited = new Promise<number | null>((resolve) => {
-    child.once('exit', (code) => {
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    child.once('exit', (code, signal) => {
       live.delete(child);
-      resolve(code);
+      resolve({ code, signal });
     });
   });
+  let stopping = false;
   return {
     name,
     pid,
     exited,
+    get stopping() {
+      return stopping;
+    },
     async stop(graceMs = 15_000) {
+      stopping = true;
       if (child.exitCode !== null || child.signalCode !== null) return;
       child.kill('SIGTERM');
       const timer = setTimeout(() => {
