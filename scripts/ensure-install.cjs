@@ -20,7 +20,9 @@ const digest = createHash('sha256')
 if (existsSync(stamp) && readFileSync(stamp, 'utf8') === digest) process.exit(0);
 
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
-const args = existsSync(lock) ? ['ci', '--no-audit', '--no-fund'] : ['install', '--no-audit', '--no-fund'];
+// `npm install` rather than `npm ci`: it installs the locked versions too, and npm 11 refuses `ci`
+// on lock files that leave out other platforms' optional packages
+const args = ['install', '--no-audit', '--no-fund'];
 process.stderr.write(`installing npm dependencies (npm ${args[0]})...\n`);
 try {
   execFileSync(npm, args, { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] });

@@ -1,0 +1,65 @@
+import { runScript } from './support/process';
+import { startTestService, type TestService } from './support/service';
+
+describe('cli keys create', () => {
+  let svc: TestService;
+  beforeAll(async () => {
+    svc = await startTestService();
+  });
+  afterAll(async () => {
+    await svc?.stop();
+  });
+
+  const env = () => ({ ...process.env, TOPIC_PREFIX: svc.config.topicPrefix, DATA_DIR: svc.config.dataDir });
+
+  it('prints exactly one JSON object on stdout, and the key works at once', async () => {
+    const tenant = `${svc.tenantId}-cli`;
+    const r = await runScript('cli/main.ts', ['keys', 'create', '--tenant', tenant, '--scopes', 'read:destinations,write:destinations'], env());
+    expect(r.code).toBe(0);
+    expect(r.stdout.endsWith('\n')).toBe(true);
+    expect(r.stdout.trim().split('\n')).toHaveLength(1);
+    const key = JSON.parse(r.stdout) as Record<string, unknown>;
+    expect(Object.keys(key).sort()).toEqual(['api_key', 'key_id', 'scopes', 'tenant_id']);
+    expect(key.tenant_id).toBe(tenant);
+    expect(key.scopes).toEqual(['read:destinations', 'write:destinations']);
+    const res = await svc.api('GET', `/v1/tenants/${tenant}/destinations`, undefined, { key: String(key.api_key) });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ destinations: [], next_cursor: null });
+    // the scopes are enforced
+    const denied = await svc.api('GET', `/v1/tenants/${tenant}/deliveries`, undefined, { key: String(key.api_key) });
+    expect(denied.status).toBe(403);
+    expect(denied.body.required_scope).toBe('read:deliveries');
+  });
+
+  it('grants every scope with --scopes all', async () => {
+    const r = await runScript('cli/main.ts', ['keys', 'create', '--tenant', svc.tenantId, '--scopes', 'all'], env());
+    expect(r.code).toBe(0);
+    const key = JSON.parse(r.stdout) as { scopes: string[] };
+    expect(key.scopes).toContain('write:destinations');
+    expect(key.scopes).toContain('read:evidence');
+    expect(key.scopes.length).toBeGreaterThan(10);
+  });
+
+  it.each([
+    [['keys', 'create', '--scopes', 'all'], /needs --tenant/],
+    [['keys', 'create', '--tenant', 'Bad Tenant!', '--scopes', 'all'], /is not a tenant id/],
+    [['keys', 'create', '--tenant', 'acme', '--scopes', 'read:destinations,fly:kites'], /unknown scope fly:kites/],
+    [['keys', 'frobnicate'], /unknown command/],
+  ])('refuses %j with one line on stderr and exit 1', async (args, message) => {
+    const r = await runScript('cli/main.ts', args, env());
+    expect(r.code).toBe(1);
+    expect(r.stdout).toBe('');
+    expect(r.stderr.split('\n')[0]).toMatch(message);
+  });
+
+  it('says so when no service runs on the data dir', async () => {
+    const bare = { ...process.env, DATA_DIR: '/nonexistent/hookline' } as NodeJS.ProcessEnv;
+    delete bare.KAFKA_BROKERS;
+    delete bare.SCHEMA_REGISTRY_URL;
+    const r = await runScript('cli/main.ts', ['keys', 'create', '--tenant', 'acme', '--scopes', 'all'], bare);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toBe('');
+    expect(r.stderr.trim()).toMatch(/^no running service found for DATA_DIR=\/nonexistent\/hookline/);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+  });
+});
