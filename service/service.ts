@@ -92,8 +92,13 @@ export async function startService(config: Config, log = new Logger(config.logLe
       const port = address && typeof address === 'object' ? address.port : config.port;
       url = `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${port}`;
       cleanups.push(async () => {
+        // clients that keep polling hold keep-alive connections open; give answers in flight
+        // a moment, then cut what is left so that stopping never waits on a client
+        const closed = new Promise<void>((resolve) => server.close(() => resolve()));
         server.closeIdleConnections();
-        await new Promise<void>((resolve) => server.close(() => resolve()));
+        const force = setTimeout(() => server.closeAllConnections(), 2_000);
+        await closed;
+        clearTimeout(force);
       });
       log.info('HTTP server listening; dependencies starting', { url });
     }
@@ -183,6 +188,7 @@ export async function startService(config: Config, log = new Logger(config.logLe
 
     return { url, topics, store, clickhouse, kafka, demoKey, stop: stopAll };
   } catch (err) {
+    log.error('start-up failed; stopping what was started', { error: errorMessage(err) });
     await stopAll();
     throw err;
   }

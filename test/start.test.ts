@@ -23,6 +23,21 @@ describe('npm start on an empty data dir', () => {
     if (!failed) rmSync(dataDir, { recursive: true, force: true });
   });
 
+  /** What a failed start leaves to read: the broker's config, liveness and log, and the service's output. */
+  function diagnostics(): string {
+    const read = (file: string, lines: number) => (existsSync(file) ? readFileSync(file, 'utf8').split('\n').slice(-lines).join('\n') : `(no ${file})`);
+    const pidFile = path.join(dataDir, 'kafka', 'kafka.pid');
+    const pid = existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8')) : 0;
+    return [
+      `broker pid ${pid} alive: ${pid > 0 && isAlive(pid)}`,
+      read(path.join(dataDir, 'kafka', 'server.properties'), 40).split('\n').filter((l) => l.includes('listeners')).join('\n'),
+      `server.log:\n${read(path.join(dataDir, 'kafka', 'server.log'), 15)}`,
+      `broker stdout:\n${read(path.join(dataDir, 'kafka', 'stdout.log'), 10)}`,
+      `service stdout:\n${service?.stdout().slice(-1500)}`,
+      `service stderr (without connection retries):\n${(service?.stderr() ?? '').split('\n').filter((l) => !/ECONNREFUSED|Failed to connect to seed broker/.test(l)).join('\n').slice(-3000)}`,
+    ].join('\n');
+  }
+
   async function waitForHealth(url: string, timeoutMs: number): Promise<{ ms: number; sawStarting: boolean }> {
     const started = Date.now();
     let sawStarting = false;
@@ -41,11 +56,9 @@ describe('npm start on an empty data dir', () => {
       } catch (err) {
         if (err instanceof Error && err.name === 'JestAssertionError') throw err;
       }
-      if (Date.now() - started > timeoutMs) {
+      if (Date.now() - started > timeoutMs || service?.child.exitCode !== null) {
         failed = true;
-        const brokerLog = path.join(dataDir, 'kafka', 'server.log');
-        const tail = existsSync(brokerLog) ? readFileSync(brokerLog, 'utf8').split('\n').filter((l) => / (ERROR|FATAL) /.test(l)).slice(-10).join('\n') : 'no broker log';
-        throw new Error(`health not 200 within ${timeoutMs} ms; broker errors:\n${tail}\nstdout: ${service?.stdout().slice(-1500)}\nstderr: ${service?.stderr().slice(-800)}`);
+        throw new Error(`health not 200 within ${timeoutMs} ms (service exit code ${service?.child.exitCode})\n${diagnostics()}`);
       }
       await new Promise((r) => setTimeout(r, 100));
     }

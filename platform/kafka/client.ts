@@ -35,7 +35,10 @@ export interface TopicSpec {
   retentionMs?: number;
 }
 
-/** Creates the topics that do not exist yet; existing ones are left as they are. */
+/**
+ * Creates the topics that do not exist yet (existing ones are left as they are) and waits
+ * until every partition of every topic has a leader, so that the first produce succeeds.
+ */
 export async function ensureTopics(kafka: Kafka, specs: TopicSpec[], replicationFactor = 1): Promise<void> {
   const admin = kafka.admin();
   await admin.connect();
@@ -51,6 +54,7 @@ export async function ensureTopics(kafka: Kafka, specs: TopicSpec[], replication
         return { topic: s.topic, numPartitions: s.partitions, replicationFactor, configEntries };
       });
     if (missing.length > 0) await createWithRetry(admin, missing);
+    await waitForLeaders(admin, specs.map((s) => s.topic));
   } finally {
     await admin.disconnect();
   }
@@ -63,6 +67,13 @@ interface TopicCreationFailure {
   retriable?: boolean;
 }
 
+function isRetriableKafkaError(err: unknown): boolean {
+  for (let e: unknown = err; e; e = (e as { cause?: unknown }).cause) {
+    if ((e as { retriable?: unknown }).retriable === true) return true;
+  }
+  return false;
+}
+
 /**
  * Creates topics, retrying while the controller settles (a broker that just started may
  * answer with retriable errors); a topic that someone else created meanwhile counts as done.
@@ -71,19 +82,42 @@ async function createWithRetry(admin: Admin, topics: ITopicConfig[], attempts = 
   let pending = topics;
   for (let i = 1; ; i++) {
     try {
-      await admin.createTopics({ topics: pending, waitForLeaders: true });
+      await admin.createTopics({ topics: pending, waitForLeaders: false });
       return;
     } catch (err) {
-      const failures = ((err as { errors?: TopicCreationFailure[] }).errors ?? []).filter((f) => f.type !== 'TOPIC_ALREADY_EXISTS');
-      if ((err as { errors?: unknown }).errors && failures.length === 0) return;
-      const retriable = failures.length > 0 && failures.every((f) => f.retriable !== false);
+      const reported = (err as { errors?: TopicCreationFailure[] }).errors;
+      const failures = (reported ?? []).filter((f) => f.type !== 'TOPIC_ALREADY_EXISTS');
+      if (reported && failures.length === 0) return;
+      const retriable = reported ? failures.every((f) => f.retriable !== false) : isRetriableKafkaError(err);
       if (!retriable || i >= attempts) {
         const detail = failures.map((f) => `${f.topic}: ${f.type}${f.message ? ` (${f.message})` : ''}`).join('; ');
-        throw new Error(`could not create topics: ${detail || (err instanceof Error ? err.message : String(err))}`, { cause: err });
+        const hint = failures.some((f) => f.type === 'INVALID_REPLICATION_FACTOR') ? '; set KAFKA_REPLICATION_FACTOR to at most the number of brokers' : '';
+        throw new Error(`could not create topics: ${detail || (err instanceof Error ? err.message : String(err))}${hint}`, { cause: err });
       }
-      const failed = new Set(failures.map((f) => f.topic));
-      pending = pending.filter((t) => failed.has(t.topic));
+      if (reported) {
+        const failed = new Set(failures.map((f) => f.topic));
+        pending = pending.filter((t) => failed.has(t.topic));
+      }
       await new Promise((r) => setTimeout(r, 200 * i));
     }
+  }
+}
+
+/** Polls metadata until every partition of `topics` has a leader. */
+async function waitForLeaders(admin: Admin, topics: string[], timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last = '';
+  for (;;) {
+    try {
+      const { topics: meta } = await admin.fetchTopicMetadata({ topics });
+      const leaderless = meta.flatMap((t) => t.partitions.filter((p) => p.leader < 0).map((p) => `${t.name}[${p.partitionId}]`));
+      if (meta.length === topics.length && leaderless.length === 0) return;
+      last = leaderless.length > 0 ? `no leader yet for ${leaderless.slice(0, 5).join(', ')}` : 'metadata incomplete';
+    } catch (err) {
+      if (!isRetriableKafkaError(err)) throw err;
+      last = err instanceof Error ? err.message : String(err);
+    }
+    if (Date.now() > deadline) throw new Error(`topics not ready within ${timeoutMs} ms: ${last}`);
+    await new Promise((r) => setTimeout(r, 100));
   }
 }
