@@ -136,8 +136,9 @@ export async function startLocalKafka(dataDir: string, options: { heap?: string 
   const classpath = `${libs}/*`;
 
   if (!existsSync(path.join(dataDir, 'log', 'meta.properties'))) {
+    // base64url may begin with "-"; passed as --cluster-id=<id> it is never taken for an option
     const clusterId = randomBytes(16).toString('base64url').slice(0, 22);
-    const r = spawnSync('java', ['-cp', classpath, `-Dlog4j2.configurationFile=${log4jFile}`, 'kafka.tools.StorageTool', 'format', '-t', clusterId, '-c', propsFile], {
+    const r = spawnSync('java', ['-cp', classpath, `-Dlog4j2.configurationFile=${log4jFile}`, 'kafka.tools.StorageTool', 'format', `--cluster-id=${clusterId}`, `--config=${propsFile}`], {
       encoding: 'utf8',
     });
     if (r.status !== 0) throw new Error(`formatting Kafka storage failed: ${(r.stdout + r.stderr).trim()}`);

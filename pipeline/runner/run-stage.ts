@@ -65,27 +65,24 @@ export async function runStage(stage: Stage, deps: RunnerDeps): Promise<RunningS
     retry: { retries: 10, initialRetryTime: 200, restartOnFailure: async () => !stopped },
   });
   await consumer.connect();
-  const inputs = stage.kind === 'record' ? [stage.input] : stage.inputs;
-  await consumer.subscribe({ topics: inputs.map((i) => i.topic), fromBeginning: true });
+  await consumer.subscribe({ topics: [stage.input.topic], fromBeginning: true });
 
-  const onBatch = async ({ batch, heartbeat, isRunning, isStale }: EachBatchPayload) => {
+  const onBatch = async ({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload) => {
     if (batch.messages.length === 0) return;
     const values: RecordTypes[RecordName][] = [];
     for (const message of batch.messages) {
       if (message.value === null) continue;
-      values.push(await deps.codec.decode('WebhookEvent' as RecordName, message.value));
+      values.push(await deps.codec.decode(stage.input.record, message.value));
     }
     if (!isRunning() || isStale()) return;
     const ctx = { log };
-    if (stage.kind === 'batch') {
-      await stage.handleBatch(batch.topic, values, ctx);
-    } else {
-      const recordStage = stage as RecordStage;
-      const outputs = await mapInOrder(values, recordStage.concurrency ?? 16, (v) => recordStage.handle(v as never, ctx));
-      await produceOutputs(deps.producer, deps.codec, outputs.flat());
-    }
+    const recordStage = stage as RecordStage;
+    const outputs = await mapInOrder(values, recordStage.concurrency ?? 16, (v) => recordStage.handle(v as never, ctx));
+    await produceOutputs(deps.producer, deps.codec, outputs.flat());
     const next = (BigInt(batch.lastOffset()) + 1n).toString();
     await consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: next }]);
+    // the fetch position follows resolved offsets, not committed ones
+    resolveOffset(batch.lastOffset());
     await heartbeat();
   };
 
@@ -102,7 +99,7 @@ export async function runStage(stage: Stage, deps: RunnerDeps): Promise<RunningS
       }
     },
   });
-  log.debug('stage started', { inputs: inputs.map((i) => i.topic) });
+  log.debug('stage started', { input: stage.input.topic });
   return {
     name: stage.name,
     async stop() {

@@ -76,6 +76,9 @@ describe('one webhook end to end through Kafka', () => {
       attempt_number: 1,
     });
     expect(listed.next_cursor).toBeNull();
+    // at-least-once must not mean "many times" when nothing failed
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(receiver.requests).toHaveLength(1);
   });
 
   it('refuses a webhook whose signature does not match, and delivers nothing for it', async () => {
