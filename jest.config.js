@@ -4,6 +4,8 @@ module.exports = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
+  // ESM-only packages used by tests (the GitHub signer) are compiled to CommonJS like our own code
+  transformIgnorePatterns: ['/node_modules/(?!(@octokit)/)'],
   transform: { '^.+\\.(t|j)sx?$': ['@swc/jest', { jsc: { target: 'es2022' }, module: { type: 'commonjs' } }] },
   globalSetup: '<rootDir>/test/infra/global-setup.ts',
   globalTeardown: '<rootDir>/test/infra/global-teardown.ts',

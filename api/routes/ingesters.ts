@@ -1,13 +1,12 @@
 import express, { type Router } from 'express';
 import { AppError, notFound } from '../../core/errors';
 import { newId } from '../../core/ids';
-import { type DeliveryFlow, type Ingester, type Provider } from '../../core/model';
+import type { DeliveryFlow, Ingester } from '../../core/model';
+import { checkProviderConfig, SUPPORTED_PROVIDERS } from '../../core/providers';
 import type { ConfigStore } from '../../platform/config-store/config-store';
 import { authOf, requireResource, requireScope } from '../auth';
 import { BodyChecker } from '../validation';
-
-/** Providers whose verification this build carries. */
-export const SUPPORTED_PROVIDERS: readonly Provider[] = ['generic', 'none'];
+import { parseFilters } from '../../core/filters';
 
 const SECRET_FIELDS = /secret|token|password|key/i;
 
@@ -54,12 +53,12 @@ export function ingestersRouter(store: ConfigStore, publicBaseUrl: string): Rout
     const provider = check.oneOf('provider', SUPPORTED_PROVIDERS, { required: true });
     const config = check.object('config') ?? {};
     const destinationIds = check.stringArray('destination_ids') ?? [];
+    const parsedFilters = parseFilters(req.body && typeof req.body === 'object' ? (req.body as Record<string, unknown>).filters : undefined);
+    for (const e of parsedFilters.errors) check.fail(e.field, e.message);
     for (const [i, id] of destinationIds.entries()) {
       if (!store.get('destination', key.tenant_id, id)) check.fail(`destination_ids[${i}]`, `destination ${id} does not exist`);
     }
-    if (provider === 'generic' && typeof config.signing_secret !== 'string' && !Array.isArray(config.signing_secrets)) {
-      check.fail('config.signing_secret', 'is required for the generic provider');
-    }
+    if (provider) for (const p of checkProviderConfig(provider, config)) check.fail(p.field, p.message);
     check.done();
     for (const id of destinationIds) requireResource(res, id);
     const now = new Date().toISOString();
@@ -70,7 +69,7 @@ export function ingestersRouter(store: ConfigStore, publicBaseUrl: string): Rout
       name: name!.trim(),
       provider: provider!,
       config,
-      filters: [],
+      filters: parsedFilters.filters,
       created_at: now,
       updated_at: now,
     };

@@ -24,3 +24,16 @@ export function secretsOf(config: Record<string, unknown>): string[] {
   }
   return out;
 }
+
+export function reject(reason: string): Verdict {
+  return { ok: false, reason };
+}
+
+/** Failure sentences shared by the providers, so that operators see one wording; never include a secret. */
+export const reasons = {
+  noSecret: 'no signing secret configured',
+  missingHeader: (name: string) => `missing header ${name}`,
+  malformedHeader: (name: string, why: string) => `malformed header ${name}: ${why}`,
+  mismatch: (name: string) => `signature in ${name} does not match the body`,
+  outsideTolerance: (name: string, toleranceSeconds: number) => `timestamp in ${name} is outside the tolerance (${toleranceSeconds} s)`,
+};

@@ -1,8 +1,10 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
-import { header, secretsOf, type SignedRequest, type Verdict } from '../verification';
+import { GENERIC_ALGORITHMS, GENERIC_ENCODINGS } from '../../../core/providers';
+import { header, reasons, secretsOf, type SignedRequest, type Verdict } from '../verification';
+import { configuredEventType } from './configured-event-type';
+import { digestsEqual, hmac } from './digest';
 
-export const GENERIC_ALGORITHMS = ['sha1', 'sha256', 'sha512'] as const;
-export const GENERIC_ENCODINGS = ['hex', 'base64'] as const;
+export { GENERIC_ALGORITHMS, GENERIC_ENCODINGS } from '../../../core/providers';
+export { digestsEqual } from './digest';
 
 export interface GenericHmacConfig {
   header: string;
@@ -25,22 +27,16 @@ export function genericConfig(config: Record<string, unknown>): GenericHmacConfi
   };
 }
 
-/** Constant-time comparison of two digests given as text; unequal lengths never match. */
-export function digestsEqual(expected: Buffer, actual: Buffer): boolean {
-  return expected.length === actual.length && timingSafeEqual(expected, actual);
-}
-
 /** HMAC of the raw body with any of the ingester's secrets, as one header. */
 export function verifyGenericHmac(req: SignedRequest, config: Record<string, unknown>): Verdict {
   const c = genericConfig(config);
-  if (c.secrets.length === 0) return { ok: false, reason: 'the ingester has no signing secret' };
+  if (c.secrets.length === 0) return { ok: false, reason: reasons.noSecret };
   const value = header(req.headers, c.header);
   if (value === undefined) return { ok: false, reason: `missing signature header ${c.header}` };
   if (!value.startsWith(c.prefix)) return { ok: false, reason: `signature header ${c.header} lacks the prefix "${c.prefix}"` };
   const given = Buffer.from(value.slice(c.prefix.length).trim(), c.encoding);
   for (const secret of c.secrets) {
-    const expected = createHmac(c.algorithm, secret).update(req.body).digest();
-    if (digestsEqual(expected, given)) return { ok: true, eventType: null };
+    if (digestsEqual(hmac(c.algorithm, secret, req.body), given)) return { ok: true, eventType: configuredEventType(req, config) };
   }
-  return { ok: false, reason: `signature in ${c.header} does not match the body` };
+  return { ok: false, reason: reasons.mismatch(c.header) };
 }

@@ -1,0 +1,92 @@
+import { promises as dns } from 'node:dns';
+import { isIP, type LookupFunction } from 'node:net';
+import { checkHost, isAllowed, type AddressClass, type AllowList } from '../../core/address-policy';
+
+export interface ResolvedAddress {
+  address: string;
+  family: 4 | 6;
+}
+
+/** Every address a name has; injectable so that tests can play a rebinding DNS server. */
+export type Resolve = (hostname: string) => Promise<ResolvedAddress[]>;
+
+const systemResolve: Resolve = async (hostname) =>
+  (await dns.lookup(hostname, { all: true })).map(({ address }) => ({ address, family: isIP(address) === 6 ? 6 : 4 }));
+
+/** A destination the address policy forbids; `code` lets it be recognised after undici or fetch wrapped it. */
+export class SsrfRefusedError extends Error {
+  readonly code = 'ESSRF';
+
+  constructor(
+    readonly host: string,
+    readonly address: string | null,
+    readonly addressClass: AddressClass,
+    reason: string,
+  ) {
+    super(`refused to connect to ${host}: ${reason}`);
+    this.name = 'SsrfRefusedError';
+  }
+}
+
+/** The refusal inside `err`, following `cause` and AggregateError chains (fetch wraps it in a TypeError). */
+export function ssrfRefusalOf(err: unknown, depth = 0): (Error & { code: 'ESSRF' }) | null {
+  if (!(err instanceof Error) || depth > 8) return null;
+  if ((err as { code?: unknown }).code === 'ESSRF') return err as Error & { code: 'ESSRF' };
+  const inner = [err.cause, ...(err instanceof AggregateError ? err.errors : [])];
+  for (const candidate of inner) {
+    const found = ssrfRefusalOf(candidate, depth + 1);
+    if (found) return found;
+  }
+  return null;
+}
+
+export function isSsrfRefusal(err: unknown): boolean {
+  return ssrfRefusalOf(err) !== null;
+}
+
+/**
+ * All addresses of `hostname`, or a refusal when the name or ANY of its addresses is forbidden:
+ * one bad answer among good ones would let the connection land on it.
+ */
+export async function resolveChecked(hostname: string, allow: AllowList, resolve: Resolve = systemResolve): Promise<ResolvedAddress[]> {
+  const byName = checkHost(hostname, allow);
+  if (!byName.ok) throw new SsrfRefusedError(hostname, null, byName.addressClass, byName.reason);
+  const answers = await resolve(hostname);
+  for (const { address } of answers) {
+    const verdict = isAllowed(address, allow);
+    if (!verdict.ok) throw new SsrfRefusedError(hostname, address, verdict.addressClass, verdict.reason);
+  }
+  return answers.map(({ address }) => ({ address, family: isIP(address) === 6 ? 6 : 4 }));
+}
+
+function wantedFamily(family: number | 'IPv4' | 'IPv6' | undefined): 0 | 4 | 6 {
+  if (family === 4 || family === 'IPv4') return 4;
+  if (family === 6 || family === 'IPv6') return 6;
+  return 0;
+}
+
+function notFound(hostname: string): NodeJS.ErrnoException {
+  return Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND', hostname });
+}
+
+/**
+ * A `lookup` for net/tls.connect that resolves and checks on every connection, and hands the
+ * socket only the addresses it checked, so that DNS rebinding between a check and the connect
+ * is impossible: the check and the connect use the same answer.
+ */
+export function guardedLookup(allow: AllowList, resolve: Resolve = systemResolve): LookupFunction {
+  return (hostname, options, callback) => {
+    resolveChecked(hostname, allow, resolve).then(
+      (checked) => {
+        const family = wantedFamily(options.family);
+        const usable = family === 0 ? checked : checked.filter((a) => a.family === family);
+        const first = usable[0];
+        if (first === undefined) callback(notFound(hostname), '');
+        // Node asks for all addresses when it races IPv4 and IPv6 (autoSelectFamily)
+        else if (options.all) callback(null, usable);
+        else callback(null, first.address, first.family);
+      },
+      (err: unknown) => callback(err instanceof Error ? err : new Error(String(err)), ''),
+    );
+  };
+}
