@@ -11,6 +11,8 @@ import { deliveriesRouter } from './routes/deliveries';
 import { destinationsRouter } from './routes/destinations';
 import { healthRouter, type BuildInfo, type HealthProbe } from './routes/health';
 import { ingestersRouter } from './routes/ingesters';
+import { eventsRouter } from './routes/events';
+import type { ReplayDeps } from '../platform/replay/replay';
 
 /** What the API needs once the service is up. */
 export interface ApiServices {
@@ -18,6 +20,7 @@ export interface ApiServices {
   clickhouse: ClickHouseClient;
   clickhouseDatabase: string;
   claims: NameClaims;
+  replay: ReplayDeps;
 }
 
 export interface ApiOptions {
@@ -85,6 +88,7 @@ export function createApp(options: ApiOptions): Express {
       tenant.use('/destinations', destinationsRouter(s.store, s.claims));
       tenant.use('/ingesters', ingestersRouter(s.store, options.publicBaseUrl));
       tenant.use('/deliveries', deliveriesRouter(s.clickhouse, s.clickhouseDatabase));
+      tenant.use('/events', eventsRouter(s.clickhouse, s.clickhouseDatabase, s.store, s.replay));
       return tenant;
     }),
   );

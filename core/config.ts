@@ -1,4 +1,7 @@
 import path from 'node:path';
+import { parseAllowList, type AllowList } from './address-policy';
+import { DEFAULT_RETRY_SCHEDULE_MS, parseSchedule } from './retry-schedule';
+import { DEFAULT_RETRY_TIERS_MS } from './topics';
 
 /**
  * The one typed configuration of the service, read from environment variables.
@@ -31,9 +34,18 @@ export interface Config {
   deliveryTimeoutMs: number;
   deliveryConnectTimeoutMs: number;
   bootstrapDemoTenant: boolean;
+  retryScheduleMs: number[];
+  retryTiersMs: number[];
+  destinationAllowedNetworks: AllowList;
+  breaker: { errorThresholdPercentage: number; volumeThreshold: number; resetTimeoutMs: number; rollingWindowMs: number };
+  deliveryMaxInFlight: number;
+  deliveryPerDestination: number;
+  sinkBatchRows: number;
+  sinkFlushMs: number;
+  ingestLingerMs: number;
 }
 
-export const STAGE_NAMES = ['api', 'validate', 'filter', 'route', 'deliver', 'sink'] as const;
+export const STAGE_NAMES = ['api', 'validate', 'filter', 'route', 'deliver', 'retry', 'sink'] as const;
 export type StageName = (typeof STAGE_NAMES)[number];
 export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -98,6 +110,20 @@ class Reader {
     return fallback;
   }
 
+  allowList(name: string, fallback: string): AllowList {
+    const { allow, errors } = parseAllowList(this.raw(name) ?? fallback);
+    for (const e of errors) this.errors.push(`${name}: ${e}`);
+    return allow;
+  }
+
+  schedule(name: string, fallback: number[]): number[] {
+    const v = this.raw(name);
+    if (v === undefined) return fallback;
+    const { schedule, errors } = parseSchedule(v);
+    for (const e of errors) this.errors.push(`${name}: ${e}`);
+    return errors.length > 0 ? fallback : schedule;
+  }
+
   oneOf<T extends string>(name: string, allowed: readonly T[], fallback: T): T {
     const v = this.raw(name);
     if (v === undefined) return fallback;
@@ -156,6 +182,20 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     deliveryTimeoutMs: r.integer('DELIVERY_TIMEOUT_MS', 15_000, 100, 600_000),
     deliveryConnectTimeoutMs: r.integer('DELIVERY_CONNECT_TIMEOUT_MS', 5_000, 50, 600_000),
     bootstrapDemoTenant: r.boolean('BOOTSTRAP_DEMO_TENANT', true),
+    retryScheduleMs: r.schedule('RETRY_SCHEDULE', DEFAULT_RETRY_SCHEDULE_MS),
+    retryTiersMs: r.schedule('RETRY_TIERS', DEFAULT_RETRY_TIERS_MS).filter((t) => t > 0),
+    destinationAllowedNetworks: r.allowList('DESTINATION_ALLOWED_NETWORKS', 'loopback'),
+    breaker: {
+      errorThresholdPercentage: r.integer('BREAKER_ERROR_PERCENT', 50, 1, 100),
+      volumeThreshold: r.integer('BREAKER_MIN_ATTEMPTS', 5, 1, 10_000),
+      resetTimeoutMs: r.integer('BREAKER_RESET_MS', 30_000, 100, 86_400_000),
+      rollingWindowMs: r.integer('BREAKER_WINDOW_MS', 10_000, 1_000, 3_600_000),
+    },
+    deliveryMaxInFlight: r.integer('DELIVERY_MAX_IN_FLIGHT', 2_000, 1, 100_000),
+    deliveryPerDestination: r.integer('DELIVERY_PER_DESTINATION', 32, 1, 10_000),
+    sinkBatchRows: r.integer('SINK_BATCH_ROWS', 5_000, 1, 1_000_000),
+    sinkFlushMs: r.integer('SINK_FLUSH_MS', 250, 10, 60_000),
+    ingestLingerMs: r.integer('INGEST_LINGER_MS', 0, 0, 1_000),
   };
   if (r.errors.length > 0) throw new ConfigError(r.errors);
   return config;
@@ -188,9 +228,21 @@ export const SETTINGS: SettingDoc[] = [
   { env: 'CLICKHOUSE_USER', default: 'default', unit: 'string', description: 'ClickHouse user (server only).' },
   { env: 'CLICKHOUSE_PASSWORD', default: '(empty)', unit: 'string', description: 'ClickHouse password (server only).' },
   { env: 'CLICKHOUSE_DATABASE', default: 'hookline', unit: 'identifier', description: 'Database holding the query tables; created and migrated at start.' },
-  { env: 'STAGES', default: 'all', unit: 'list', description: 'Stages this process runs: all, or a comma list of api, validate, filter, route, deliver, sink. `--stage <name>` on the command line overrides it.' },
+  { env: 'STAGES', default: 'all', unit: 'list', description: 'Stages this process runs: all, or a comma list of api, validate, filter, route, deliver, retry, sink. `--stage <name>` on the command line overrides it.' },
   { env: 'INGEST_MAX_BODY_BYTES', default: '1048576', unit: 'bytes', description: 'Largest webhook body a Hook URL accepts; larger gets 413.' },
   { env: 'DELIVERY_TIMEOUT_MS', default: '15000', unit: 'milliseconds', description: 'Total time allowed for one delivery attempt.' },
   { env: 'DELIVERY_CONNECT_TIMEOUT_MS', default: '5000', unit: 'milliseconds', description: 'Time allowed to open the connection of one delivery attempt.' },
+  { env: 'RETRY_SCHEDULE', default: '0,5s,5m,30m,2h,5h,10h,10h', unit: 'durations (ms, s, m, h, d)', description: 'Wait before each delivery attempt (the first is usually 0); ±10% jitter is added. A destination may carry its own `retry_schedule_ms`.' },
+  { env: 'RETRY_TIERS', default: '1s,5s,30s,5m,30m,2h,5h', unit: 'durations', description: 'Delay topics `deliveries.retry.<tier>` that carry waiting deliveries; a wait is spent hopping through them, never in a timer in memory.' },
+  { env: 'DESTINATION_ALLOWED_NETWORKS', default: 'loopback', unit: 'list of CIDRs, IPs, `loopback`, `private`, `none`', description: 'Non-public addresses deliveries may connect to (SSRF guard); everything else private, link-local or cloud-metadata is refused at connect time. Use `none` in production.' },
+  { env: 'BREAKER_ERROR_PERCENT', default: '50', unit: 'percent', description: 'Share of failed attempts in the window that opens a destination\'s circuit breaker.' },
+  { env: 'BREAKER_MIN_ATTEMPTS', default: '5', unit: 'attempts', description: 'Attempts in the window before the breaker may open.' },
+  { env: 'BREAKER_RESET_MS', default: '30000', unit: 'milliseconds', description: 'How long an open breaker holds deliveries back before one trial attempt (half-open).' },
+  { env: 'BREAKER_WINDOW_MS', default: '10000', unit: 'milliseconds', description: 'Rolling window of the breaker\'s statistics.' },
+  { env: 'DELIVERY_MAX_IN_FLIGHT', default: '2000', unit: 'deliveries', description: 'Deliveries one process attempts at once; beyond it, consumption pauses.' },
+  { env: 'DELIVERY_PER_DESTINATION', default: '32', unit: 'requests', description: 'Concurrent requests to one destination from one process.' },
+  { env: 'SINK_BATCH_ROWS', default: '5000', unit: 'rows', description: 'Rows the ClickHouse sink gathers before an insert.' },
+  { env: 'SINK_FLUSH_MS', default: '250', unit: 'milliseconds', description: 'Longest time a row waits in the sink before its insert.' },
+  { env: 'INGEST_LINGER_MS', default: '0', unit: 'milliseconds', description: 'How long the Hook URL waits to gather concurrent webhooks into one Kafka request (0: one event-loop turn).' },
   { env: 'BOOTSTRAP_DEMO_TENANT', default: 'true', unit: 'boolean', description: 'On first start with an empty configuration, create tenant `demo` and print its API key once.' },
 ];

@@ -36,6 +36,8 @@ export interface Destination {
   /** Standard Webhooks signing secret, `whsec_` + base64; shown once on creation. */
   signing_secret: string;
   disabled_reason: string | null;
+  /** Waits before each attempt; null uses the service's RETRY_SCHEDULE. */
+  retry_schedule_ms?: number[] | null;
   created_at: string;
   updated_at: string;
 }

@@ -9,9 +9,22 @@ export interface Topics {
   deliveryRequested: string;
   deliveryCompleted: string;
   deliveryDlq: string;
+  logs: string;
+  /** Delay tiers, shortest first: a record waits in its tier for the tier's delay. */
+  retryTiers: { delayMs: number; topic: string }[];
 }
 
-export function topicNames(prefix: string): Topics {
+/** 1500 -> "1500ms", 5000 -> "5s", 300000 -> "5m": the suffix of a tier's topic name. */
+export function tierLabel(ms: number): string {
+  if (ms % 3_600_000 === 0) return `${ms / 3_600_000}h`;
+  if (ms % 60_000 === 0) return `${ms / 60_000}m`;
+  if (ms % 1_000 === 0) return `${ms / 1_000}s`;
+  return `${ms}ms`;
+}
+
+export const DEFAULT_RETRY_TIERS_MS = [1_000, 5_000, 30_000, 300_000, 1_800_000, 7_200_000, 18_000_000];
+
+export function topicNames(prefix: string, tiersMs: number[] = DEFAULT_RETRY_TIERS_MS): Topics {
   const t = (name: string) => `${prefix}${name}`;
   return {
     config: t('config'),
@@ -23,5 +36,7 @@ export function topicNames(prefix: string): Topics {
     deliveryRequested: t('deliveries.requested'),
     deliveryCompleted: t('deliveries.completed'),
     deliveryDlq: t('deliveries.dlq'),
+    logs: t('logs'),
+    retryTiers: [...tiersMs].sort((a, b) => a - b).map((delayMs) => ({ delayMs, topic: t(`deliveries.retry.${tierLabel(delayMs)}`) })),
   };
 }

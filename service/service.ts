@@ -6,7 +6,7 @@ import { Redis } from 'ioredis';
 import type { Kafka, Producer } from 'kafkajs';
 import { createApp, type ApiServices } from '../api/app';
 import type { BuildInfo } from '../api/routes/health';
-import type { Config } from '../core/config';
+import type { Config, StageName } from '../core/config';
 import { Logger, errorMessage } from '../core/log';
 import { SCOPES } from '../core/scopes';
 import { topicNames, type Topics } from '../core/topics';
@@ -22,12 +22,18 @@ import { createKafka, ensureTopics } from '../platform/kafka/client';
 import { RedisNameClaims } from '../platform/redis/name-claims';
 import { deliverStage } from '../pipeline/deliver/stage';
 import { undiciSender, type HttpSender } from '../pipeline/deliver/http-sender';
+import { Breakers } from '../pipeline/deliver/breakers';
+import { createGuardedAgent, isSsrfRefusal } from '../platform/http/guarded-agent';
+import type { DestinationPort } from '../pipeline/deliver/stage';
+import { runDelayTiers } from '../pipeline/retry/delay-stage';
+import { runWindowedStage } from '../pipeline/runner/windowed-runner';
+import { LogShipper } from '../platform/kafka/log-shipper';
+import type { DeliveryTask } from '../platform/avro/records';
 import { filterStage } from '../pipeline/filter/stage';
 import { ingestRouter } from '../pipeline/ingest/router';
 import { routeStage } from '../pipeline/route/stage';
-import { runStage, type RunningStage } from '../pipeline/runner/run-stage';
-import type { Stage } from '../pipeline/runner/stage';
-import { sinkStage } from '../pipeline/sink/stage';
+import { runStage, type RunnerDeps, type RunningStage } from '../pipeline/runner/run-stage';
+import { runSink, type RowWriter } from '../pipeline/sink/stage';
 import { validateStage } from '../pipeline/validate/stage';
 import { healthProbe, type Connections } from './health';
 import { topology } from './topology';
@@ -60,7 +66,7 @@ export function buildInfo(): BuildInfo {
  * process runs. The HTTP server listens first, so health answers 503 while the rest starts.
  */
 export async function startService(config: Config, log = new Logger(config.logLevel)): Promise<RunningService> {
-  const topics = topicNames(config.topicPrefix);
+  const topics = topicNames(config.topicPrefix, config.retryTiersMs);
   const connections: Connections = {};
   let services: ApiServices | undefined;
   let ingest: ReturnType<typeof ingestRouter> | undefined;
@@ -152,28 +158,45 @@ export async function startService(config: Config, log = new Logger(config.logLe
     });
     cleanups.push(async () => removeRunFile(config.dataDir));
 
-    const sender: HttpSender = undiciSender({ connectTimeoutMs: config.deliveryConnectTimeoutMs, totalTimeoutMs: config.deliveryTimeoutMs });
+    const logShipper = new LogShipper(producer, codec, topics.logs);
+    log.addSink(logShipper.sink);
+    cleanups.push(() => logShipper.flush());
+
+    const agent = createGuardedAgent({ allow: config.destinationAllowedNetworks, connectTimeoutMs: config.deliveryConnectTimeoutMs, totalTimeoutMs: config.deliveryTimeoutMs, connections: config.deliveryPerDestination });
+    const sender: HttpSender = undiciSender(agent, { totalTimeoutMs: config.deliveryTimeoutMs });
     cleanups.push(() => sender.close());
-    const stages: Stage[] = [];
-    if (config.stages.includes('validate')) stages.push(validateStage(topics, store));
-    if (config.stages.includes('filter')) stages.push(filterStage(topics));
-    if (config.stages.includes('route')) stages.push(routeStage(topics, store));
-    if (config.stages.includes('deliver')) stages.push(deliverStage(topics, store, sender));
-    if (config.stages.includes('sink')) {
-      stages.push(
-        sinkStage(topics, {
-          insert: async (table, rows) => {
-            if (rows.length === 0) return;
-            await clickhouse.insert({ table: `${config.clickhouseDatabase}.${table}`, values: rows, format: 'JSONEachRow' });
-          },
-        }),
-      );
-    }
-    const running: RunningStage[] = await Promise.all(
-      stages.map((stage) => runStage(stage, { kafka, producer, codec, log, groupPrefix: `${config.topicPrefix}hookline.` })),
-    );
+    const breakers = new Breakers(config.breaker, (destinationId, state) => log.info(`circuit breaker ${state}`, { destination_id: destinationId, breaker: state }));
+    cleanups.push(async () => breakers.shutdown());
+    const runnerDeps: RunnerDeps = { kafka, producer, codec, log, groupPrefix: `${config.topicPrefix}hookline.` };
+    const running: RunningStage[] = [];
     // stages stop before the producer and the store they write through
     cleanups.push(() => Promise.all(running.map((s) => s.stop())));
+    const has = (stage: StageName) => config.stages.includes(stage);
+    const starting: Promise<RunningStage>[] = [];
+    if (has('validate')) starting.push(runStage(validateStage(topics, store), runnerDeps));
+    if (has('filter')) starting.push(runStage(filterStage(topics, store), runnerDeps));
+    if (has('route')) starting.push(runStage(routeStage(topics, store), runnerDeps));
+    if (has('deliver')) {
+      const destinations: DestinationPort = {
+        get: (kind, tenantId, id) => store.get(kind, tenantId, id),
+        disable: async (d, reason) => {
+          await store.put({ ...d, status: 'disabled', disabled_reason: reason, updated_at: new Date().toISOString() });
+          log.warn('destination disabled', { tenant_id: d.tenant_id, destination_id: d.id, reason });
+        },
+      };
+      const stage = deliverStage({ topics, destinations, sender, breakers, defaultSchedule: config.retryScheduleMs, isRefusal: isSsrfRefusal });
+      starting.push(runWindowedStage(stage, runnerDeps, { maxInFlight: config.deliveryMaxInFlight, keyOf: (t: DeliveryTask) => t.destination_id, perKey: config.deliveryPerDestination }));
+    }
+    if (has('retry')) starting.push(runDelayTiers(topics, runnerDeps));
+    if (has('sink')) {
+      const writer: RowWriter = {
+        insert: async (table, rows) => {
+          await clickhouse.insert({ table: `${config.clickhouseDatabase}.${table}`, values: rows, format: 'JSONEachRow' });
+        },
+      };
+      starting.push(runSink(topics, writer, runnerDeps, { batchRows: config.sinkBatchRows, flushMs: config.sinkFlushMs }));
+    }
+    running.push(...(await Promise.all(starting)));
 
     let demoKey: string | undefined;
     if (config.bootstrapDemoTenant && store.all('tenant').length === 0) {
@@ -181,8 +204,8 @@ export async function startService(config: Config, log = new Logger(config.logLe
       demoKey = (await issueApiKey(store, 'demo', [...SCOPES])).api_key;
     }
 
-    ingest = ingestRouter({ topics, config: store, codec, producer: new BatchingProducer(producer), maxBodyBytes: config.ingestMaxBodyBytes, log });
-    services = { store, clickhouse, clickhouseDatabase: config.clickhouseDatabase, claims: new RedisNameClaims(redis, config.topicPrefix) };
+    ingest = ingestRouter({ topics, config: store, codec, producer: new BatchingProducer(producer, { lingerMs: config.ingestLingerMs }), maxBodyBytes: config.ingestMaxBodyBytes, log });
+    services = { store, clickhouse, clickhouseDatabase: config.clickhouseDatabase, claims: new RedisNameClaims(redis, config.topicPrefix), replay: { producer, codec, topics, redis, prefix: config.topicPrefix } };
     connections.ready = true;
     log.info('service ready', { url, stages: config.stages, data_dir: config.dataDir });
 

@@ -13,6 +13,8 @@ export function topology(topics: Topics, partitions: number): { specs: TopicSpec
     { topic: topics.deliveryRequested, partitions },
     { topic: topics.deliveryCompleted, partitions },
     { topic: topics.deliveryDlq, partitions },
+    { topic: topics.logs, partitions },
+    ...topics.retryTiers.map((t) => ({ topic: t.topic, partitions })),
   ];
   const records: Record<string, RecordName> = {
     [topics.config]: 'ConfigEntry',
@@ -23,6 +25,8 @@ export function topology(topics: Topics, partitions: number): { specs: TopicSpec
     [topics.deliveryRequested]: 'DeliveryTask',
     [topics.deliveryCompleted]: 'DeliveryOutcome',
     [topics.deliveryDlq]: 'DeliveryTask',
+    [topics.logs]: 'LogEntry',
   };
+  for (const t of topics.retryTiers) records[t.topic] = 'DeliveryTask';
   return { specs, records };
 }

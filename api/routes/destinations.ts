@@ -3,13 +3,14 @@ import { AppError, notFound } from '../../core/errors';
 import { newId } from '../../core/ids';
 import type { Destination } from '../../core/model';
 import { newSigningSecret } from '../../core/signing/standard-webhooks';
+import { validateSchedule } from '../../core/retry-schedule';
 import type { ConfigStore } from '../../platform/config-store/config-store';
 import type { NameClaims } from '../ports';
 import { authOf, requireResource, requireScope } from '../auth';
 import { BodyChecker } from '../validation';
 
 export function destinationView(d: Destination) {
-  return { id: d.id, name: d.name, url: d.url, status: d.status, created_at: d.created_at, updated_at: d.updated_at, disabled_reason: d.disabled_reason };
+  return { id: d.id, name: d.name, url: d.url, status: d.status, created_at: d.created_at, updated_at: d.updated_at, disabled_reason: d.disabled_reason, retry_schedule_ms: d.retry_schedule_ms ?? null };
 }
 
 export function destinationsRouter(store: ConfigStore, claims: NameClaims): Router {
@@ -26,6 +27,11 @@ export function destinationsRouter(store: ConfigStore, claims: NameClaims): Rout
     const check = new BodyChecker(req.body);
     const name = check.string('name', { required: true, max: 200 });
     const url = check.url('url', { required: true });
+    const schedule = req.body && typeof req.body === 'object' ? (req.body as Record<string, unknown>).retry_schedule_ms : undefined;
+    if (schedule !== undefined && schedule !== null) {
+      const problem = validateSchedule(schedule);
+      if (problem) check.fail('retry_schedule_ms', problem);
+    }
     check.done();
     const id = newId('destination');
     const claimed = await claims.claim(key.tenant_id, 'destination-name', name!.trim(), id, (owner) => store.get('destination', key.tenant_id, owner) !== undefined);
@@ -40,6 +46,7 @@ export function destinationsRouter(store: ConfigStore, claims: NameClaims): Rout
       status: 'active',
       signing_secret: newSigningSecret(),
       disabled_reason: null,
+      retry_schedule_ms: Array.isArray(schedule) ? (schedule as number[]) : null,
       created_at: now,
       updated_at: now,
     };

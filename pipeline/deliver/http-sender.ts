@@ -1,4 +1,4 @@
-import { Agent, request } from 'undici';
+import { request, type Dispatcher } from 'undici';
 
 export interface SendRequest {
   url: string;
@@ -18,15 +18,11 @@ export interface HttpSender {
   close(): Promise<void>;
 }
 
-/** undici with a connect timeout and a total timeout per attempt; the response body is drained, not kept. */
-export function undiciSender(options: { connectTimeoutMs: number; totalTimeoutMs: number }): HttpSender {
-  const agent = new Agent({
-    connect: { timeout: options.connectTimeoutMs },
-    headersTimeout: options.totalTimeoutMs,
-    bodyTimeout: options.totalTimeoutMs,
-    keepAliveTimeout: 10_000,
-    connections: 64,
-  });
+/**
+ * undici through the given agent (the SSRF-guarded one in the service), with a total timeout
+ * per attempt; the response body is drained, not kept.
+ */
+export function undiciSender(agent: Dispatcher, options: { totalTimeoutMs: number }): HttpSender {
   return {
     async send(req) {
       const started = performance.now();

@@ -2,14 +2,31 @@ import { createHash } from 'node:crypto';
 import type { Destination } from '../../core/model';
 import type { Topics } from '../../core/topics';
 import { signStandardWebhook } from '../../core/signing/standard-webhooks';
-import { errorMessage } from '../../core/log';
+import { errorMessage, type Logger } from '../../core/log';
 import type { DeliveryOutcome, DeliveryTask } from '../../platform/avro/records';
 import type { AnyOutput, RecordStage } from '../runner/stage';
 import { transition } from '../transitions';
+import { DestinationUnhealthy, isOpenBreaker, type Breakers } from './breakers';
+import { decide, parseRetryAfter, type AttemptResult, type Decision } from './decide';
 import type { HttpSender } from './http-sender';
+import { delayTopicFor } from './delay';
 
-export interface DestinationLookup {
+/** What delivery needs of the configuration. */
+export interface DestinationPort {
   get(kind: 'destination', tenantId: string, id: string): Destination | undefined;
+  /** Marks the destination disabled (410 Gone). */
+  disable(destination: Destination, reason: string): Promise<void>;
+}
+
+export interface DeliverDeps {
+  topics: Topics;
+  destinations: DestinationPort;
+  sender: HttpSender;
+  breakers: Breakers;
+  defaultSchedule: number[];
+  /** True when the sender refused the target (SSRF guard): never worth a retry. */
+  isRefusal(err: unknown): boolean;
+  now?: () => number;
 }
 
 /** The Standard Webhooks headers, the original content type and the correlation id. */
@@ -25,16 +42,69 @@ export function outboundHeaders(task: DeliveryTask, destination: Destination, no
   };
 }
 
-/** One attempt per delivery task: POST the original body, record the outcome. */
-export function deliverStage(topics: Topics, config: DestinationLookup, sender: HttpSender): RecordStage<'DeliveryTask'> {
+/**
+ * One attempt of one delivery, then what follows it: the outcome record, the state
+ * transitions, and the task's next stop (a delay topic, the dead-letter topic, or nothing).
+ */
+export function deliverStage(deps: DeliverDeps): RecordStage<'DeliveryTask'> {
+  const { topics } = deps;
+  const now = deps.now ?? Date.now;
+
+  async function attempt(task: DeliveryTask, destination: Destination): Promise<{ result: AttemptResult; durationMs: number }> {
+    const started = now();
+    try {
+      const res = await deps.breakers.run(destination.id, async () => {
+        const r = await deps.sender.send({ url: destination.url, headers: outboundHeaders(task, destination, now()), body: task.body });
+        if (r.status >= 500 || r.status === 429 || r.status === 408) throw new DestinationUnhealthy(`status ${r.status}`, { cause: r });
+        return r;
+      });
+      return { result: { kind: 'response', status: res.status, retryAfterMs: null }, durationMs: res.durationMs };
+    } catch (err) {
+      const durationMs = now() - started;
+      if (isOpenBreaker(err)) return { result: { kind: 'breaker-open', reopensAt: deps.breakers.reopensAt(destination.id) }, durationMs };
+      if (err instanceof DestinationUnhealthy) {
+        const r = err.cause as { status: number; headers: Record<string, string | string[] | undefined>; durationMs: number };
+        return { result: { kind: 'response', status: r.status, retryAfterMs: parseRetryAfter(r.headers['retry-after'], now()) }, durationMs: r.durationMs };
+      }
+      return { result: { kind: 'error', message: errorMessage(err), refused: deps.isRefusal(err) }, durationMs };
+    }
+  }
+
+  function followUp(task: DeliveryTask, decision: Decision, log: Logger, fields: Record<string, unknown>): AnyOutput[] {
+    const event = { event_id: task.event_id, tenant_id: task.tenant_id, ingester_id: task.ingester_id, correlation_id: task.correlation_id };
+    const ids = { delivery_id: task.delivery_id, destination_id: task.destination_id };
+    switch (decision.action) {
+      case 'delivered':
+        log.info('delivered', fields);
+        return [transition(topics, event, 'delivered', ids)];
+      case 'retry':
+      case 'wait': {
+        const next: DeliveryTask = { ...task, attempt: decision.action === 'retry' ? decision.attempt : task.attempt, not_before: decision.at };
+        log.info(decision.action === 'retry' ? 'attempt failed; retry scheduled' : 'breaker open; delivery waits', { ...fields, reason: decision.reason, next_attempt_at: new Date(decision.at).toISOString() });
+        return [{ topic: delayTopicFor(topics, decision.at - now()), key: task.destination_id, record: 'DeliveryTask', value: next }];
+      }
+      case 'dead':
+        log.warn('delivery failed for good; dead-lettered', { ...fields, reason: decision.reason });
+        return [
+          transition(topics, event, 'failed', { ...ids, reason: decision.reason }),
+          transition(topics, event, 'dlq_queued', { ...ids, reason: decision.reason }),
+          { topic: topics.deliveryDlq, key: task.destination_id, record: 'DeliveryTask', value: task },
+        ];
+    }
+  }
+
   return {
     kind: 'record',
     name: 'deliver',
     input: { topic: topics.deliveryRequested, record: 'DeliveryTask' },
-    concurrency: 64,
     async handle(task: DeliveryTask, { log }): Promise<AnyOutput[]> {
-      const destination = config.get('destination', task.tenant_id, task.destination_id);
-      const attemptedAt = Date.now();
+      const fields = { tenant_id: task.tenant_id, event_id: task.event_id, delivery_id: task.delivery_id, destination_id: task.destination_id, correlation_id: task.correlation_id, attempt: task.attempt };
+      // a task that came back early waits in the delay topics, not here
+      if (task.not_before > now() + 50) {
+        return [{ topic: delayTopicFor(topics, task.not_before - now()), key: task.destination_id, record: 'DeliveryTask', value: task }];
+      }
+      const destination = deps.destinations.get('destination', task.tenant_id, task.destination_id);
+      const attemptedAt = now();
       const outcome: DeliveryOutcome = {
         delivery_id: task.delivery_id,
         event_id: task.event_id,
@@ -50,31 +120,25 @@ export function deliverStage(topics: Topics, config: DestinationLookup, sender: 
         body_sha256: createHash('sha256').update(task.body).digest('hex'),
         next_attempt_at: null,
       };
-      if (!destination) {
-        outcome.error_message = 'the destination no longer exists';
-      } else {
-        try {
-          const res = await sender.send({ url: destination.url, headers: outboundHeaders(task, destination, attemptedAt), body: task.body });
-          outcome.response_code = res.status;
-          outcome.duration_ms = res.durationMs;
-          if (res.status >= 200 && res.status < 300) outcome.status = 'delivered';
-          else outcome.error_message = `the destination answered ${res.status}`;
-        } catch (err) {
-          outcome.duration_ms = Date.now() - attemptedAt;
-          outcome.error_message = errorMessage(err);
-        }
+      if (!destination || destination.status !== 'active') {
+        const reason = destination ? `the destination is ${destination.status}${destination.disabled_reason ? `: ${destination.disabled_reason}` : ''}` : 'the destination no longer exists';
+        outcome.error_message = reason;
+        return [{ topic: topics.deliveryCompleted, key: task.destination_id, record: 'DeliveryOutcome', value: outcome }, ...followUp(task, { action: 'dead', reason, disableDestination: false }, log, fields)];
       }
-      const fields = { tenant_id: task.tenant_id, event_id: task.event_id, delivery_id: task.delivery_id, destination_id: task.destination_id, correlation_id: task.correlation_id, response_code: outcome.response_code };
-      if (outcome.status === 'delivered') log.info('delivered', fields);
-      else log.warn('delivery failed', { ...fields, error: outcome.error_message });
-      const event = { event_id: task.event_id, tenant_id: task.tenant_id, ingester_id: task.ingester_id, correlation_id: task.correlation_id };
+      const { result, durationMs } = await attempt(task, destination);
+      const schedule = destination.retry_schedule_ms ?? deps.defaultSchedule;
+      const decision = decide(result, task.attempt, schedule, now());
+      if (result.kind === 'breaker-open') return followUp(task, decision, log, fields);
+
+      outcome.duration_ms = durationMs;
+      outcome.response_code = result.kind === 'response' ? result.status : null;
+      outcome.status = decision.action === 'delivered' ? 'delivered' : decision.action === 'retry' ? 'retrying' : 'failed';
+      outcome.error_message = decision.action === 'delivered' ? null : decision.action === 'dead' || decision.action === 'retry' ? decision.reason : null;
+      outcome.next_attempt_at = decision.action === 'retry' ? decision.at : null;
+      if (decision.action === 'dead' && decision.disableDestination) await deps.destinations.disable(destination, decision.reason);
       return [
         { topic: topics.deliveryCompleted, key: task.destination_id, record: 'DeliveryOutcome', value: outcome },
-        transition(topics, event, outcome.status === 'delivered' ? 'delivered' : 'failed', {
-          delivery_id: task.delivery_id,
-          destination_id: task.destination_id,
-          reason: outcome.error_message,
-        }),
+        ...followUp(task, decision, log, { ...fields, response_code: outcome.response_code, duration_ms: durationMs }),
       ];
     },
   };

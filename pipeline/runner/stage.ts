@@ -28,12 +28,4 @@ export interface RecordStage<N extends RecordName = RecordName> {
   handle(value: RecordTypes[N], ctx: StageContext): Promise<AnyOutput[]>;
 }
 
-/** A stage that takes whole batches (the sink writes thousands of rows per insert). */
-export interface BatchStage {
-  kind: 'batch';
-  name: string;
-  inputs: { topic: string; record: RecordName }[];
-  handleBatch(topic: string, values: RecordTypes[RecordName][], ctx: StageContext): Promise<void>;
-}
-
-export type Stage = RecordStage<'WebhookEvent'> | RecordStage<'DeliveryTask'> | RecordStage<'EventTransition'> | RecordStage<'DeliveryOutcome'> | BatchStage;
+export type Stage = RecordStage<'WebhookEvent'> | RecordStage<'DeliveryTask'>;

@@ -62,3 +62,20 @@ function isUtf8(buf: Buffer): boolean {
     return false;
   }
 }
+
+export function logRow(l: import('../../platform/avro/records').LogEntry) {
+  return {
+    tenant_id: l.tenant_id,
+    id: l.id,
+    ts: chTime(l.ts),
+    level: l.level,
+    message: l.message,
+    stage: l.stage,
+    event_id: l.event_id,
+    delivery_id: l.delivery_id,
+    destination_id: l.destination_id,
+    ingester_id: l.ingester_id,
+    correlation_id: l.correlation_id,
+    fields: l.fields,
+  };
+}

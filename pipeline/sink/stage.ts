@@ -1,30 +1,143 @@
+import type { Consumer, EachBatchPayload } from 'kafkajs';
+import { errorMessage } from '../../core/log';
 import type { Topics } from '../../core/topics';
-import type { DeliveryOutcome, EventTransition, RecordTypes, RecordName, WebhookEvent } from '../../platform/avro/records';
-import type { BatchStage } from '../runner/stage';
-import { deliveryRow, eventRow, transitionRow } from './rows';
+import type { DeliveryOutcome, EventTransition, LogEntry, RecordName, WebhookEvent } from '../../platform/avro/records';
+import { produceOutputs, type RunnerDeps, type RunningStage } from '../runner/run-stage';
+import type { AnyOutput } from '../runner/stage';
+import { transition } from '../transitions';
+import { deliveryRow, eventRow, logRow, transitionRow } from './rows';
+
+export type SinkTable = 'events' | 'event_transitions' | 'deliveries' | 'logs';
 
 /** The port the sink writes through: one insert per call. */
 export interface RowWriter {
-  insert(table: 'events' | 'event_transitions' | 'deliveries', rows: Record<string, unknown>[]): Promise<void>;
+  insert(table: SinkTable, rows: Record<string, unknown>[]): Promise<void>;
 }
 
+export interface SinkOptions {
+  /** Rows gathered before an insert. */
+  batchRows: number;
+  /** Longest a row waits before its insert. */
+  flushMs: number;
+}
+
+interface Buffer {
+  rows: Map<SinkTable, Record<string, unknown>[]>;
+  count: number;
+  /** The next offset to commit per topic-partition once these rows are in. */
+  offsets: Map<string, { topic: string; partition: number; offset: string }>;
+  /** Deliveries whose successful outcome is in this buffer: acked once the insert succeeds. */
+  acked: AnyOutput[];
+}
+
+const emptyBuffer = (): Buffer => ({ rows: new Map(), count: 0, offsets: new Map(), acked: [] });
+
 /**
- * Copies events, transitions and delivery attempts into ClickHouse, a whole Kafka batch per
- * insert. Tables dedupe on their ORDER BY, so a batch consumed twice leaves one copy.
+ * Copies events, transitions, delivery attempts and logs into ClickHouse, thousands of rows
+ * per insert and at most `flushMs` late. Offsets are committed only after the insert, and
+ * every table dedupes on its ORDER BY, so records consumed twice leave one row. Once a
+ * delivered attempt is durably recorded the delivery moves to `acked`.
  */
-export function sinkStage(topics: Topics, writer: RowWriter): BatchStage {
+export async function runSink(topics: Topics, writer: RowWriter, deps: RunnerDeps, options: SinkOptions): Promise<RunningStage> {
+  const log = deps.log.child({ stage: 'sink' });
+  const inputs: { topic: string; record: RecordName; table: SinkTable }[] = [
+    { topic: topics.received, record: 'WebhookEvent', table: 'events' },
+    { topic: topics.transitions, record: 'EventTransition', table: 'event_transitions' },
+    { topic: topics.deliveryCompleted, record: 'DeliveryOutcome', table: 'deliveries' },
+    { topic: topics.logs, record: 'LogEntry', table: 'logs' },
+  ];
+  const byTopic = new Map(inputs.map((i) => [i.topic, i]));
+  let buffer = emptyBuffer();
+  let flushing: Promise<void> | undefined;
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+
+  const consumer: Consumer = deps.kafka.consumer({
+    groupId: `${deps.groupPrefix}sink`,
+    maxWaitTimeInMs: 50,
+    maxBytes: 16 * 1024 * 1024,
+    allowAutoTopicCreation: false,
+    retry: { retries: 10, initialRetryTime: 200, restartOnFailure: async () => !stopped },
+  });
+  await consumer.connect();
+  await consumer.subscribe({ topics: inputs.map((i) => i.topic), fromBeginning: true });
+
+  const insertAll = async (b: Buffer) => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        for (const [table, rows] of b.rows) if (rows.length > 0) await writer.insert(table, rows);
+        await produceOutputs(deps.producer, deps.codec, b.acked);
+        await consumer.commitOffsets([...b.offsets.values()]);
+        return;
+      } catch (err) {
+        if (stopped && attempt >= 3) throw err;
+        log.error('sink insert failed; trying again', { attempt, rows: b.count, error: errorMessage(err) });
+        await new Promise((r) => setTimeout(r, Math.min(10_000, 100 * 2 ** attempt)));
+      }
+    }
+  };
+
+  /** Writes what is buffered; concurrent callers share one flush. */
+  const flush = (): Promise<void> => {
+    if (timer) {
+      clearTimeout(timer);
+      timer = undefined;
+    }
+    if (flushing) return flushing.then(() => (buffer.count > 0 ? flush() : undefined));
+    if (buffer.count === 0) return Promise.resolve();
+    const b = buffer;
+    buffer = emptyBuffer();
+    flushing = insertAll(b).finally(() => {
+      flushing = undefined;
+    });
+    return flushing;
+  };
+
+  const onBatch = async ({ batch, resolveOffset, heartbeat }: EachBatchPayload) => {
+    const input = byTopic.get(batch.topic);
+    if (!input || batch.messages.length === 0) return;
+    let rows = buffer.rows.get(input.table);
+    if (!rows) buffer.rows.set(input.table, (rows = []));
+    for (const message of batch.messages) {
+      if (message.value === null) continue;
+      const value = await deps.codec.decode(input.record, message.value);
+      switch (input.table) {
+        case 'events':
+          rows.push(eventRow(value as WebhookEvent));
+          break;
+        case 'event_transitions':
+          rows.push(transitionRow(value as EventTransition));
+          break;
+        case 'deliveries': {
+          const o = value as DeliveryOutcome;
+          rows.push(deliveryRow(o));
+          if (o.status === 'delivered') {
+            buffer.acked.push(transition(topics, { event_id: o.event_id, tenant_id: o.tenant_id, ingester_id: '', correlation_id: o.correlation_id }, 'acked', { delivery_id: o.delivery_id, destination_id: o.destination_id }));
+          }
+          break;
+        }
+        case 'logs':
+          rows.push(logRow(value as LogEntry));
+          break;
+      }
+      buffer.count++;
+    }
+    const last = batch.lastOffset();
+    resolveOffset(last);
+    buffer.offsets.set(`${batch.topic}:${batch.partition}`, { topic: batch.topic, partition: batch.partition, offset: (BigInt(last) + 1n).toString() });
+    if (buffer.count >= options.batchRows) await flush();
+    else timer ??= setTimeout(() => void flush().catch((err: unknown) => log.error('sink flush failed', { error: errorMessage(err) })), options.flushMs);
+    await heartbeat();
+  };
+
+  await consumer.run({ autoCommit: false, eachBatchAutoResolve: false, partitionsConsumedConcurrently: 1, eachBatch: onBatch });
   return {
-    kind: 'batch',
     name: 'sink',
-    inputs: [
-      { topic: topics.received, record: 'WebhookEvent' },
-      { topic: topics.transitions, record: 'EventTransition' },
-      { topic: topics.deliveryCompleted, record: 'DeliveryOutcome' },
-    ],
-    async handleBatch(topic: string, values: RecordTypes[RecordName][]): Promise<void> {
-      if (topic === topics.received) await writer.insert('events', (values as WebhookEvent[]).map(eventRow));
-      else if (topic === topics.transitions) await writer.insert('event_transitions', (values as EventTransition[]).map(transitionRow));
-      else if (topic === topics.deliveryCompleted) await writer.insert('deliveries', (values as DeliveryOutcome[]).map(deliveryRow));
+    async stop() {
+      stopped = true;
+      consumer.pause(inputs.map((i) => ({ topic: i.topic })));
+      await flush().catch((err: unknown) => log.error('final sink flush failed; the rows will be read again', { error: errorMessage(err) }));
+      await consumer.disconnect();
     },
   };
 }

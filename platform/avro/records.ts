@@ -76,8 +76,24 @@ export interface ConfigEntry {
   written_at: number;
 }
 
+export interface LogEntry {
+  id: string;
+  ts: number;
+  level: string;
+  message: string;
+  stage: string | null;
+  tenant_id: string;
+  event_id: string | null;
+  delivery_id: string | null;
+  destination_id: string | null;
+  ingester_id: string | null;
+  correlation_id: string | null;
+  fields: string;
+}
+
 /** Which schema file describes which record. */
 export interface RecordTypes {
+  LogEntry: LogEntry;
   WebhookEvent: WebhookEvent;
   EventTransition: EventTransition;
   DeliveryTask: DeliveryTask;
@@ -93,4 +109,5 @@ export const SCHEMA_FILES: Record<RecordName, string> = {
   DeliveryTask: 'delivery-task.avsc',
   DeliveryOutcome: 'delivery-outcome.avsc',
   ConfigEntry: 'config-entry.avsc',
+  LogEntry: 'log-entry.avsc',
 };

@@ -14,6 +14,8 @@ export interface Receiver {
   requests: ReceivedRequest[];
   /** Answers the next requests with this status (default 200). */
   respondWith(status: number, headers?: Record<string, string>): void;
+  /** Decides each answer from the request and how many came before it; `hang` never answers. */
+  respondBy(fn: (req: ReceivedRequest, index: number) => { status: number; headers?: Record<string, string> } | 'hang'): void;
   waitForRequests(count: number, timeoutMs?: number): Promise<ReceivedRequest[]>;
   close(): Promise<void>;
 }
@@ -23,13 +25,16 @@ export async function startReceiver(): Promise<Receiver> {
   const requests: ReceivedRequest[] = [];
   let status = 200;
   let extraHeaders: Record<string, string> = {};
+  let decide: ((req: ReceivedRequest, index: number) => { status: number; headers?: Record<string, string> } | 'hang') | undefined;
   const waiters: { count: number; resolve: () => void }[] = [];
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      requests.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks), at: Date.now() });
-      res.writeHead(status, extraHeaders).end('ok');
+      const received = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks), at: Date.now() };
+      requests.push(received);
+      const answer = decide ? decide(received, requests.length - 1) : { status, headers: extraHeaders };
+      if (answer !== 'hang') res.writeHead(answer.status, answer.headers ?? {}).end('ok');
       for (const w of waiters.filter((w) => requests.length >= w.count)) w.resolve();
     });
   });
@@ -38,7 +43,11 @@ export async function startReceiver(): Promise<Receiver> {
   return {
     url: `http://127.0.0.1:${port}/hook`,
     requests,
+    respondBy(fn) {
+      decide = fn;
+    },
     respondWith(s, headers = {}) {
+      decide = undefined;
       status = s;
       extraHeaders = headers;
     },

@@ -1,0 +1,180 @@
+import type { Consumer, EachBatchPayload } from 'kafkajs';
+import { errorMessage } from '../../core/log';
+import type { RecordTypes } from '../../platform/avro/records';
+import { produceOutputs, type RunnerDeps, type RunningStage } from './run-stage';
+import type { AnyOutput, RecordStage } from './stage';
+
+interface Slot {
+  offset: bigint;
+  done: boolean;
+}
+
+/** Offsets handed out and finished, per partition; commits advance to the first unfinished one. */
+class PartitionWindow {
+  readonly slots: Slot[] = [];
+  committed = -1n;
+
+  /** The offset to commit (next to read) once every slot before it is done, if it moved. */
+  advance(): bigint | undefined {
+    let next: bigint | undefined;
+    while (this.slots.length > 0 && this.slots[0]!.done) next = this.slots.shift()!.offset + 1n;
+    if (next === undefined || next <= this.committed) return undefined;
+    this.committed = next;
+    return next;
+  }
+}
+
+export interface WindowOptions {
+  /** Records being handled at once across all partitions; beyond it, fetching waits. */
+  maxInFlight: number;
+  /** Key of a record's work queue, and how many of one key run at once (per destination). */
+  keyOf?: (value: never) => string;
+  perKey?: number;
+}
+
+/**
+ * Runs a stage whose handler may take long (an HTTP delivery that waits for a slow
+ * destination) without holding up the records behind it: records are started as they are
+ * fetched, and a partition's offset is committed up to the first record not finished yet.
+ * Outputs are acknowledged before their record counts as finished, so a crash replays only
+ * unfinished records (at-least-once). A handler failure is retried until it succeeds.
+ */
+export async function runWindowedStage<N extends 'DeliveryTask'>(stage: RecordStage<N>, deps: RunnerDeps, options: WindowOptions): Promise<RunningStage> {
+  const log = deps.log.child({ stage: stage.name });
+  let stopped = false;
+  const windows = new Map<string, PartitionWindow>();
+  let inFlight = 0;
+  const idleWaiters: (() => void)[] = [];
+  const keyQueues = new Map<string, { running: number; waiting: (() => void)[] }>();
+  let commitTimer: NodeJS.Timeout | undefined;
+  const pendingCommits = new Map<string, { topic: string; partition: number; offset: string }>();
+
+  const consumer: Consumer = deps.kafka.consumer({
+    groupId: `${deps.groupPrefix}${stage.name}`,
+    maxWaitTimeInMs: 50,
+    sessionTimeout: 30_000,
+    heartbeatInterval: 3_000,
+    allowAutoTopicCreation: false,
+    retry: { retries: 10, initialRetryTime: 200, restartOnFailure: async () => !stopped },
+  });
+  await consumer.connect();
+  await consumer.subscribe({ topics: [stage.input.topic], fromBeginning: true });
+
+  const flushCommits = async () => {
+    commitTimer = undefined;
+    const offsets = [...pendingCommits.values()];
+    pendingCommits.clear();
+    if (offsets.length === 0) return;
+    try {
+      await consumer.commitOffsets(offsets);
+    } catch (err) {
+      // after a rebalance the partition may belong to another member; it will replay from
+      // the last commit that went through, which at-least-once allows
+      log.warn('offset commit failed', { error: errorMessage(err) });
+    }
+  };
+  const scheduleCommit = (topic: string, partition: number, offset: bigint) => {
+    pendingCommits.set(`${topic}:${partition}`, { topic, partition, offset: offset.toString() });
+    commitTimer ??= setTimeout(() => void flushCommits(), 100);
+  };
+
+  const acquire = async (key: string, limit: number) => {
+    let q = keyQueues.get(key);
+    if (!q) keyQueues.set(key, (q = { running: 0, waiting: [] }));
+    if (q.running >= limit) await new Promise<void>((resolve) => q!.waiting.push(resolve));
+    q.running++;
+  };
+  const release = (key: string) => {
+    const q = keyQueues.get(key);
+    if (!q) return;
+    q.running--;
+    const next = q.waiting.shift();
+    if (next) next();
+    else if (q.running === 0) keyQueues.delete(key);
+  };
+
+  const handleUntilDone = async (value: RecordTypes[N]): Promise<void> => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const outputs: AnyOutput[] = await stage.handle(value, { log });
+        await produceOutputs(deps.producer, deps.codec, outputs);
+        return;
+      } catch (err) {
+        if (stopped) throw err;
+        log.error('handling failed; trying again', { attempt, error: errorMessage(err) });
+        await new Promise((r) => setTimeout(r, Math.min(30_000, 200 * 2 ** Math.min(attempt, 8))));
+      }
+    }
+  };
+
+  const start = (topic: string, partition: number, slot: Slot, value: RecordTypes[N]) => {
+    inFlight++;
+    const key = options.keyOf ? options.keyOf(value as never) : '';
+    void (async () => {
+      await acquire(key, options.perKey ?? Number.MAX_SAFE_INTEGER);
+      try {
+        await handleUntilDone(value);
+        slot.done = true;
+        const w = windows.get(`${topic}:${partition}`);
+        const next = w?.advance();
+        if (next !== undefined) scheduleCommit(topic, partition, next);
+      } catch {
+        // only while stopping: the record stays uncommitted and is handled again after restart
+      } finally {
+        release(key);
+        inFlight--;
+        if (inFlight < options.maxInFlight) idleWaiters.splice(0).forEach((w) => w());
+      }
+    })();
+  };
+
+  const onBatch = async ({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload) => {
+    const id = `${batch.topic}:${batch.partition}`;
+    let w = windows.get(id);
+    if (!w) windows.set(id, (w = new PartitionWindow()));
+    for (const message of batch.messages) {
+      if (!isRunning() || isStale()) return;
+      while (inFlight >= options.maxInFlight) {
+        await new Promise<void>((resolve) => {
+          idleWaiters.push(resolve);
+          setTimeout(resolve, 1_000);
+        });
+        await heartbeat();
+        if (!isRunning() || isStale()) return;
+      }
+      const slot: Slot = { offset: BigInt(message.offset), done: false };
+      w.slots.push(slot);
+      if (message.value === null) {
+        slot.done = true;
+      } else {
+        const value = (await deps.codec.decode(stage.input.record, message.value)) as RecordTypes[N];
+        start(batch.topic, batch.partition, slot, value);
+      }
+      // the fetch position moves on; the commit waits for the window
+      resolveOffset(message.offset);
+    }
+    const next = w.advance();
+    if (next !== undefined) scheduleCommit(batch.topic, batch.partition, next);
+    await heartbeat();
+  };
+
+  consumer.on(consumer.events.GROUP_JOIN, () => {
+    // a new generation starts from committed offsets: forget what the old one tracked
+    windows.clear();
+  });
+
+  await consumer.run({ autoCommit: false, eachBatchAutoResolve: false, partitionsConsumedConcurrently: 8, eachBatch: onBatch });
+  return {
+    name: stage.name,
+    async stop() {
+      stopped = true;
+      // stop fetching but stay in the group, so the finished records can still be committed
+      consumer.pause([{ topic: stage.input.topic }]);
+      const deadline = Date.now() + 20_000;
+      while (inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      if (commitTimer) clearTimeout(commitTimer);
+      await flushCommits();
+      await consumer.disconnect();
+    },
+  };
+}

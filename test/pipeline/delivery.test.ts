@@ -1,0 +1,169 @@
+import { Webhook } from 'standardwebhooks';
+import { startReceiver, type Receiver } from '../support/receiver';
+import { eventually, startTestService, type TestService } from '../support/service';
+import { attemptsOf, destinationWithIngester, sendEvent, transitionsOf, waitForStates } from '../support/flow';
+
+/** The delivery engine against real Kafka, Redis and chdb, with schedules short enough to watch. */
+describe('delivery engine', () => {
+  let svc: TestService;
+  const receivers: Receiver[] = [];
+  const receiver = async () => {
+    const r = await startReceiver();
+    receivers.push(r);
+    return r;
+  };
+
+  beforeAll(async () => {
+    svc = await startTestService({ RETRY_TIERS: '100ms', BREAKER_MIN_ATTEMPTS: '4', BREAKER_ERROR_PERCENT: '50', BREAKER_RESET_MS: '2000', DELIVERY_TIMEOUT_MS: '3000' });
+  });
+  afterAll(async () => {
+    await Promise.all([svc?.stop(), ...receivers.map((r) => r.close())]);
+  });
+
+  it('retries on the schedule with one webhook-id, then delivers and acks', async () => {
+    const r = await receiver();
+    r.respondBy((_req, i) => ({ status: i < 3 ? 500 : 200 }));
+    const { hookUrl, secret } = await destinationWithIngester(svc, 'flaky', r.url, { retry_schedule_ms: [0, 300, 300, 300] });
+    const eventId = await sendEvent(hookUrl);
+    const got = await r.waitForRequests(4);
+    const ids = new Set(got.map((q) => q.headers['webhook-id']));
+    expect(ids.size).toBe(1);
+    for (let i = 1; i < 4; i++) expect(got[i]!.at - got[i - 1]!.at).toBeGreaterThanOrEqual(260);
+    // every attempt is signed afresh and verifies
+    for (const q of got) {
+      expect(() => new Webhook(secret).verify(q.body.toString(), { 'webhook-id': String(q.headers['webhook-id']), 'webhook-timestamp': String(q.headers['webhook-timestamp']), 'webhook-signature': String(q.headers['webhook-signature']) })).not.toThrow();
+    }
+    const rows = await waitForStates(svc, eventId, ['received', 'validated', 'filtered', 'delivered', 'acked']);
+    expect(rows.filter((t) => t.state === 'failed')).toHaveLength(0);
+    const attempts = await eventually('four attempt rows', async () => {
+      const a = await attemptsOf(svc, eventId);
+      return a.length === 4 ? a : undefined;
+    });
+    expect(attempts.map((a) => [a.attempt_number, a.status, a.response_code])).toEqual([
+      [1, 'retrying', 500],
+      [2, 'retrying', 500],
+      [3, 'retrying', 500],
+      [4, 'delivered', 200],
+    ]);
+    await new Promise((res) => setTimeout(res, 500));
+    expect(r.requests).toHaveLength(4);
+  });
+
+  it('dead-letters an exhausted delivery, and a retry through the API delivers it as a new delivery', async () => {
+    const r = await receiver();
+    r.respondWith(500);
+    const { hookUrl } = await destinationWithIngester(svc, 'down', r.url, { retry_schedule_ms: [0, 100, 100] });
+    const eventId = await sendEvent(hookUrl);
+    const rows = await waitForStates(svc, eventId, ['failed', 'dlq_queued']);
+    expect(r.requests).toHaveLength(3);
+    const deadId = rows.find((t) => t.state === 'dlq_queued')!.delivery_id;
+    expect(rows.find((t) => t.state === 'failed')!.reason).toMatch(/retries exhausted after 3 attempts/);
+
+    r.respondWith(200);
+    const retry = await eventually('the dead delivery to be retriable', async () => {
+      const res = await svc.api('POST', `/v1/tenants/${svc.tenantId}/events/${eventId}/retry`);
+      return res.status === 202 ? res : undefined;
+    });
+    expect(retry.body).toMatchObject({ status: 'queued', delivery_id: expect.stringMatching(/^dlv_/), message: expect.any(String) });
+    expect(retry.body.delivery_id).not.toBe(deadId);
+    await r.waitForRequests(4);
+    expect(r.requests[3]!.headers['webhook-id']).toBe(retry.body.delivery_id);
+    const after = await waitForStates(svc, eventId, ['replayed', 'delivered']);
+    expect(after.find((t) => t.state === 'replayed')!.delivery_id).toBe(retry.body.delivery_id);
+    expect(after.find((t) => t.state === 'delivered')!.delivery_id).toBe(retry.body.delivery_id);
+
+    const again = await svc.api('POST', `/v1/tenants/${svc.tenantId}/events/${eventId}/retry`);
+    expect(again.status).toBe(409);
+    const unknown = await svc.api('POST', `/v1/tenants/${svc.tenantId}/events/evt_01jzzzzzzzzzzzzzzzzzzzzzzz/retry`);
+    expect(unknown.status).toBe(404);
+  });
+
+  it('disables the destination on 410 Gone and stops trying', async () => {
+    const r = await receiver();
+    r.respondWith(410);
+    const { hookUrl, destinationId } = await destinationWithIngester(svc, 'gone', r.url, { retry_schedule_ms: [0, 100, 100, 100] });
+    const eventId = await sendEvent(hookUrl);
+    const rows = await waitForStates(svc, eventId, ['failed', 'dlq_queued']);
+    expect(rows.find((t) => t.state === 'failed')!.reason).toMatch(/410/);
+    const dest = await svc.api('GET', `/v1/tenants/${svc.tenantId}/destinations/${destinationId}`);
+    expect(dest.body.status).toBe('disabled');
+    expect(dest.body.disabled_reason).toMatch(/Gone/);
+    await new Promise((res) => setTimeout(res, 500));
+    expect(r.requests).toHaveLength(1);
+  });
+
+  it('honours Retry-After on 429 and 503', async () => {
+    const r = await receiver();
+    r.respondBy((_req, i) => (i === 0 ? { status: 429, headers: { 'retry-after': '1' } } : i === 1 ? { status: 503, headers: { 'retry-after': '1' } } : { status: 200 }));
+    const { hookUrl } = await destinationWithIngester(svc, 'throttled', r.url, { retry_schedule_ms: [0, 100, 100, 100] });
+    const eventId = await sendEvent(hookUrl);
+    const got = await r.waitForRequests(3);
+    expect(got[1]!.at - got[0]!.at).toBeGreaterThanOrEqual(950);
+    expect(got[2]!.at - got[1]!.at).toBeGreaterThanOrEqual(950);
+    await waitForStates(svc, eventId, ['delivered']);
+  });
+
+  it('opens the breaker of a failing destination, holds its deliveries without burning attempts, and leaves others alone', async () => {
+    const bad = await receiver();
+    const good = await receiver();
+    let healthy = false;
+    bad.respondBy(() => ({ status: healthy ? 200 : 503 }));
+    const schedule = Array.from({ length: 30 }, (_, i) => (i === 0 ? 0 : 100));
+    const b = await destinationWithIngester(svc, 'breaker-bad', bad.url, { retry_schedule_ms: schedule });
+    const g = await destinationWithIngester(svc, 'breaker-good', good.url);
+    const badEvent = await sendEvent(b.hookUrl);
+
+    // four quick failures open the breaker; then nothing reaches the destination for the reset window
+    await bad.waitForRequests(4);
+    const openedAt = bad.requests[3]!.at;
+    await new Promise((res) => setTimeout(res, 1200));
+    expect(bad.requests).toHaveLength(4);
+
+    // another destination is delivered to at once meanwhile
+    const sent = Date.now();
+    const goodEvent = await sendEvent(g.hookUrl);
+    await good.waitForRequests(1, 5000);
+    expect(good.requests[0]!.at - sent).toBeLessThan(1500);
+    await waitForStates(svc, goodEvent, ['delivered']);
+
+    // half-open: one trial after the reset window; it fails, so the breaker opens again
+    await bad.waitForRequests(5, 5000);
+    expect(bad.requests[4]!.at - openedAt).toBeGreaterThanOrEqual(1900);
+    healthy = true;
+    // the next trial succeeds and closes it
+    await waitForStates(svc, badEvent, ['delivered'], 15_000);
+    const attempts = await eventually('attempt rows for every request', async () => {
+      const a = await attemptsOf(svc, badEvent);
+      return a.length === bad.requests.length ? a : undefined;
+    });
+    // waiting behind an open breaker burned no attempt: one attempt number per request made
+    expect(attempts.map((a) => a.attempt_number)).toEqual(bad.requests.map((_, i) => i + 1));
+    expect(attempts[attempts.length - 1]!.status).toBe('delivered');
+    const states = (await transitionsOf(svc, badEvent)).map((t) => t.state);
+    expect(states).not.toContain('failed');
+  });
+});
+
+describe('SSRF guard in the delivery path', () => {
+  let svc: TestService;
+  let r: Receiver;
+  beforeAll(async () => {
+    [svc, r] = await Promise.all([startTestService({ DESTINATION_ALLOWED_NETWORKS: 'none', RETRY_TIERS: '100ms' }), startReceiver()]);
+  });
+  afterAll(async () => {
+    await Promise.all([svc?.stop(), r?.close()]);
+  });
+
+  it('refuses a loopback destination at connect time and dead-letters the delivery without retries', async () => {
+    const { hookUrl } = await destinationWithIngester(svc, 'internal', r.url.replace('127.0.0.1', 'localhost'), { retry_schedule_ms: [0, 100, 100] });
+    const eventId = await sendEvent(hookUrl);
+    const rows = await waitForStates(svc, eventId, ['failed', 'dlq_queued']);
+    expect(rows.find((t) => t.state === 'failed')!.reason).toMatch(/loopback/);
+    const attempts = await eventually('the refused attempt row', async () => {
+      const a = await attemptsOf(svc, eventId);
+      return a.length > 0 ? a : undefined;
+    });
+    expect(attempts).toHaveLength(1);
+    expect(r.requests).toHaveLength(0);
+  });
+});
