@@ -2,9 +2,11 @@ import { parseArgs } from 'node:util';
 import { errorMessage } from '../core/log';
 import { CliError } from './connect';
 import { keysCreate } from './keys';
+import { dlqReplay } from './dlq';
 
 const USAGE = `usage:
-  npm run cli -- keys create --tenant <id> --scopes <comma,list|all> [--expires-at <ISO time>] [--resources <id,id>]`;
+  npm run cli -- keys create --tenant <id> --scopes <comma,list|all> [--expires-at <ISO time>] [--resources <id,id>]
+  npm run cli -- dlq replay --destination <destination id> [--no-progress]`;
 
 async function main(argv: string[]): Promise<void> {
   const { positionals, values } = parseArgs({
@@ -15,6 +17,8 @@ async function main(argv: string[]): Promise<void> {
       scopes: { type: 'string' },
       'expires-at': { type: 'string' },
       resources: { type: 'string' },
+      destination: { type: 'string' },
+      'no-progress': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -27,6 +31,11 @@ async function main(argv: string[]): Promise<void> {
     case 'keys create': {
       const key = await keysCreate({ tenant: values.tenant, scopes: values.scopes, expiresAt: values['expires-at'], resources: values.resources });
       process.stdout.write(`${JSON.stringify({ tenant_id: key.tenant_id, key_id: key.key_id, api_key: key.api_key, scopes: key.scopes })}\n`);
+      return;
+    }
+    case 'dlq replay': {
+      const summary = await dlqReplay({ destination: values.destination, progress: !values['no-progress'] });
+      process.stdout.write(`${JSON.stringify(summary)}\n`);
       return;
     }
     default:

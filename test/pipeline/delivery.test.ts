@@ -1,6 +1,7 @@
 import { Webhook } from 'standardwebhooks';
 import { startReceiver, type Receiver } from '../support/receiver';
 import { eventually, startTestService, type TestService } from '../support/service';
+import { runScript } from '../support/process';
 import { attemptsOf, destinationWithIngester, sendEvent, transitionsOf, waitForStates } from '../support/flow';
 
 /** The delivery engine against real Kafka, Redis and chdb, with schedules short enough to watch. */
@@ -141,6 +142,28 @@ describe('delivery engine', () => {
     expect(attempts[attempts.length - 1]!.status).toBe('delivered');
     const states = (await transitionsOf(svc, badEvent)).map((t) => t.state);
     expect(states).not.toContain('failed');
+  });
+  it('replays a destination\'s dead letters in bulk from the CLI, each once', async () => {
+    const r = await receiver();
+    r.respondWith(500);
+    const { hookUrl, destinationId } = await destinationWithIngester(svc, 'bulk', r.url, { retry_schedule_ms: [0] });
+    const events = await Promise.all([1, 2, 3].map((n) => sendEvent(hookUrl, { n })));
+    for (const e of events) await waitForStates(svc, e, ['dlq_queued']);
+    expect(r.requests).toHaveLength(3);
+    r.respondWith(200);
+    const env = { ...process.env, TOPIC_PREFIX: svc.config.topicPrefix, DATA_DIR: svc.config.dataDir };
+    const first = await runScript('cli/main.ts', ['dlq', 'replay', '--destination', destinationId], env);
+    expect(first.code).toBe(0);
+    const summary = JSON.parse(first.stdout) as { dead_letters: number; replayed: number; already_replayed: number; delivery_ids: string[] };
+    expect(summary).toMatchObject({ destination_id: destinationId, dead_letters: 3, replayed: 3, already_replayed: 0 });
+    expect(first.stderr).toMatch(/replaying .*3\/3 dead letters/);
+    await r.waitForRequests(6);
+    expect(new Set(r.requests.slice(3).map((q) => String(q.headers['webhook-id'])))).toEqual(new Set(summary.delivery_ids));
+    for (const e of events) await waitForStates(svc, e, ['replayed', 'delivered']);
+    const second = await runScript('cli/main.ts', ['dlq', 'replay', '--destination', destinationId, '--no-progress'], env);
+    expect(JSON.parse(second.stdout)).toMatchObject({ dead_letters: 3, replayed: 0, already_replayed: 3 });
+    await new Promise((res) => setTimeout(res, 500));
+    expect(r.requests).toHaveLength(6);
   });
 });
 

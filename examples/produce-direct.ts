@@ -1,0 +1,73 @@
+/**
+ * Produces webhooks straight onto the received topic, bypassing HTTP: the way a high-volume
+ * producer feeds the pipeline. Each record is a WebhookEvent in the Confluent wire format,
+ * encoded with the schema registered under `<topic>-value`, sent together with its
+ * `received` transition with acks=all.
+ *
+ *   npx tsx examples/produce-direct.ts --tenant demo --ingester ing_... [--count 1000]
+ *
+ * It finds Kafka and the registry like the CLI does: KAFKA_BROKERS and SCHEMA_REGISTRY_URL,
+ * else the run file of `npm start` under DATA_DIR. TOPIC_PREFIX must match the service's.
+ */
+import { randomUUID } from 'node:crypto';
+import { parseArgs } from 'node:util';
+import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
+import { Kafka, logLevel } from 'kafkajs';
+import { loadConfig } from '../core/config';
+import { newId } from '../core/ids';
+import { topicNames } from '../core/topics';
+import { readRunFile } from '../infra/local';
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({ options: { tenant: { type: 'string' }, ingester: { type: 'string' }, count: { type: 'string', default: '1' } } });
+  if (!values.tenant || !values.ingester) throw new Error('usage: produce-direct.ts --tenant <id> --ingester <ingester id> [--count N]');
+  const config = loadConfig();
+  const run = readRunFile(config.dataDir);
+  const brokers = config.kafkaBrokers ?? run?.kafka_brokers;
+  const registryUrl = config.schemaRegistryUrl ?? run?.schema_registry_url;
+  if (!brokers || !registryUrl) throw new Error('set KAFKA_BROKERS and SCHEMA_REGISTRY_URL, or run next to `npm start`');
+  const topics = topicNames(config.topicPrefix);
+  const registry = new SchemaRegistry({ host: registryUrl });
+  const [eventSchema, transitionSchema] = await Promise.all([
+    registry.getLatestSchemaId(`${topics.received}-value`),
+    registry.getLatestSchemaId(`${topics.transitions}-value`),
+  ]);
+  const producer = new Kafka({ clientId: 'produce-direct', brokers, logLevel: logLevel.WARN }).producer();
+  await producer.connect();
+  const count = Number(values.count);
+  const eventIds: string[] = [];
+  for (let start = 0; start < count; start += 500) {
+    const events = [];
+    const transitions = [];
+    for (let i = start; i < Math.min(count, start + 500); i++) {
+      const now = Date.now();
+      const event = {
+        event_id: newId('event', now),
+        tenant_id: values.tenant,
+        ingester_id: values.ingester,
+        correlation_id: randomUUID(),
+        received_at: now,
+        method: 'POST',
+        query: '',
+        headers: [{ name: 'content-type', value: 'application/json' }],
+        content_type: 'application/json',
+        body: Buffer.from(JSON.stringify({ n: i, source: 'produce-direct' })),
+        source_ip: null,
+        event_type: null,
+      };
+      eventIds.push(event.event_id);
+      const key = `${event.tenant_id}/${event.ingester_id}`;
+      events.push({ key, value: await registry.encode(eventSchema, event) });
+      const received = { event_id: event.event_id, tenant_id: event.tenant_id, ingester_id: event.ingester_id, state: 'received', at: now, correlation_id: event.correlation_id, reason: null, delivery_id: null, destination_id: null };
+      transitions.push({ key: `${event.tenant_id}/${event.event_id}`, value: await registry.encode(transitionSchema, received) });
+    }
+    await producer.sendBatch({ acks: -1, topicMessages: [{ topic: topics.received, messages: events }, { topic: topics.transitions, messages: transitions }] });
+  }
+  await producer.disconnect();
+  process.stdout.write(`${JSON.stringify({ produced: count, first_event_id: eventIds[0], last_event_id: eventIds[eventIds.length - 1] })}\n`);
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+});
