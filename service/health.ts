@@ -9,6 +9,8 @@ export interface Connections {
   schemaRegistryUrl?: string;
   redis?: Redis;
   clickhouse?: ClickHouseClient;
+  /** This process runs no stage that uses ClickHouse. */
+  clickhouseUnused?: boolean;
   /** Set once every stage of this process runs and the API serves. */
   ready?: boolean;
 }
@@ -46,7 +48,9 @@ export function healthProbe(connections: Connections): HealthProbe {
             })
           : starting,
         redis ? timed(() => redis.ping()) : starting,
-        clickhouse
+        connections.clickhouseUnused
+          ? ({ status: 'unused', detail: 'no stage of this process uses ClickHouse' } as DependencyStatus)
+          : clickhouse
           ? timed(async () => {
               const r = await clickhouse.ping();
               if (!r.success) throw r.error;

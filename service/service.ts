@@ -43,7 +43,8 @@ export interface RunningService {
   url: string | undefined;
   topics: Topics;
   store: ConfigStore;
-  clickhouse: ClickHouseClient;
+  /** Undefined in a process that runs neither the API nor the sink. */
+  clickhouse: ClickHouseClient | undefined;
   kafka: Kafka;
   /** The demo tenant's key, when this start created it. */
   demoKey: string | undefined;
@@ -136,10 +137,17 @@ export async function startService(config: Config, log = new Logger(config.logLe
     cleanups.push(() => redis.quit());
     connections.redis = redis;
 
-    const clickhouse = openClickHouse({ url: config.clickhouseUrl, user: config.clickhouseUser, password: config.clickhousePassword, dataDir: config.dataDir });
-    cleanups.push(() => clickhouse.close());
-    await migrate(clickhouse, config.clickhouseDatabase);
-    connections.clickhouse = clickhouse;
+    // only the API and the sink use ClickHouse: a scaled-out deliver process opens no engine
+    let clickhouse: ClickHouseClient | undefined;
+    if (config.stages.includes('api') || config.stages.includes('sink')) {
+      const client = openClickHouse({ url: config.clickhouseUrl, user: config.clickhouseUser, password: config.clickhousePassword, dataDir: config.dataDir });
+      clickhouse = client;
+      cleanups.push(() => client.close());
+      await migrate(client, config.clickhouseDatabase);
+      connections.clickhouse = client;
+    } else {
+      connections.clickhouseUnused = true;
+    }
 
     const store = new ConfigStore(kafka, codec, topics.config);
     await store.start();
@@ -189,9 +197,10 @@ export async function startService(config: Config, log = new Logger(config.logLe
     }
     if (has('retry')) starting.push(runDelayTiers(topics, runnerDeps));
     if (has('sink')) {
+      const sinkClient = clickhouse!;
       const writer: RowWriter = {
         insert: async (table, rows) => {
-          await clickhouse.insert({ table: `${config.clickhouseDatabase}.${table}`, values: rows, format: 'JSONEachRow' });
+          await sinkClient.insert({ table: `${config.clickhouseDatabase}.${table}`, values: rows, format: 'JSONEachRow' });
         },
       };
       starting.push(runSink(topics, writer, runnerDeps, { batchRows: config.sinkBatchRows, flushMs: config.sinkFlushMs }));
@@ -205,7 +214,7 @@ export async function startService(config: Config, log = new Logger(config.logLe
     }
 
     ingest = ingestRouter({ topics, config: store, codec, producer: new BatchingProducer(producer, { lingerMs: config.ingestLingerMs }), maxBodyBytes: config.ingestMaxBodyBytes, log });
-    services = { store, clickhouse, clickhouseDatabase: config.clickhouseDatabase, claims: new RedisNameClaims(redis, config.topicPrefix), replay: { producer, codec, topics, redis, prefix: config.topicPrefix } };
+    if (clickhouse) services = { store, clickhouse, clickhouseDatabase: config.clickhouseDatabase, claims: new RedisNameClaims(redis, config.topicPrefix), replay: { producer, codec, topics, redis, prefix: config.topicPrefix } };
     connections.ready = true;
     log.info('service ready', { url, stages: config.stages, data_dir: config.dataDir });
 

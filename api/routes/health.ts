@@ -4,7 +4,8 @@ import express, { type Router } from 'express';
 export type DependencyName = 'kafka' | 'schema_registry' | 'redis' | 'clickhouse' | 'pipeline';
 
 export interface DependencyStatus {
-  status: 'up' | 'down' | 'starting';
+  /** `unused`: this process runs no stage that needs the dependency. */
+  status: 'up' | 'down' | 'starting' | 'unused';
   detail?: string;
   latency_ms?: number;
 }
@@ -27,7 +28,7 @@ export function healthRouter(probe: HealthProbe, build: BuildInfo): Router {
   const router = express.Router();
   router.get('/v1/mcp/health', async (_req, res) => {
     const dependencies = await probe.check();
-    const failing = Object.entries(dependencies).filter(([, d]) => d.status !== 'up').map(([name]) => name);
+    const failing = Object.entries(dependencies).filter(([, d]) => d.status === 'down' || d.status === 'starting').map(([name]) => name);
     const body = {
       status: failing.length === 0 ? 'ok' : 'unavailable',
       ...(failing.length > 0 ? { failing } : {}),

@@ -89,7 +89,7 @@ describe('one webhook end to end through Kafka', () => {
     expect(res.status).toBe(202);
     const { event_id } = (await res.json()) as { event_id: string };
     const row = await eventually('the failed transition', async () => {
-      const rs = await svc.service.clickhouse.query({
+      const rs = await svc.clickhouse.query({
         query: `SELECT state, reason FROM ${svc.config.clickhouseDatabase}.event_transitions WHERE event_id = {id:String} AND state = 'failed'`,
         query_params: { id: event_id },
         format: 'JSONEachRow',

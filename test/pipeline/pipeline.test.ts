@@ -76,7 +76,7 @@ describe('pipeline', () => {
     expect(forgedStates.find((t) => t.state === 'failed')!.reason).toMatch(/signature/);
 
     const log = await eventually('the filter log line in ClickHouse', async () => {
-      const rs = await svc.service.clickhouse.query({
+      const rs = await svc.clickhouse.query({
         query: `SELECT level, message, stage, correlation_id, fields FROM ${svc.config.clickhouseDatabase}.logs WHERE tenant_id = {t:String} AND event_id = {e:String}`,
         query_params: { t: svc.tenantId, e: dropped },
         format: 'JSONEachRow',

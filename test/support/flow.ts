@@ -23,7 +23,7 @@ export interface TransitionRow {
 }
 
 export async function transitionsOf(svc: TestService, eventId: string): Promise<TransitionRow[]> {
-  const rs = await svc.service.clickhouse.query({
+  const rs = await svc.clickhouse.query({
     query: `SELECT state, delivery_id, reason FROM ${svc.config.clickhouseDatabase}.event_transitions FINAL WHERE event_id = {id:String} ORDER BY at, state`,
     query_params: { id: eventId },
     format: 'JSONEachRow',
@@ -48,7 +48,7 @@ export interface AttemptRow {
 }
 
 export async function attemptsOf(svc: TestService, eventId: string): Promise<AttemptRow[]> {
-  const rs = await svc.service.clickhouse.query({
+  const rs = await svc.clickhouse.query({
     query: `SELECT delivery_id, attempt_number, status, response_code FROM ${svc.config.clickhouseDatabase}.deliveries FINAL WHERE event_id = {id:String} ORDER BY delivery_id, attempt_number`,
     query_params: { id: eventId },
     format: 'JSONEachRow',

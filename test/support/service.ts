@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import type { ClickHouseClient } from '@clickhouse/client';
 import { loadConfig, type Config } from '../../core/config';
 import { Logger } from '../../core/log';
 import { SCOPES, type Scope } from '../../core/scopes';
@@ -10,6 +11,8 @@ import { uniqueSuffix } from './ids';
 
 export interface TestService {
   service: RunningService;
+  /** The service's own ClickHouse client (the embedded engine allows one per process). */
+  clickhouse: ClickHouseClient;
   config: Config;
   url: string;
   tenantId: string;
@@ -45,8 +48,10 @@ export async function startTestService(env: Record<string, string> = {}): Promis
   const tenantId = `tenant-${suffix}`;
   await ensureTenant(service.store, tenantId);
   const apiKey = (await issueApiKey(service.store, tenantId, [...SCOPES])).api_key;
+  if (!service.clickhouse) throw new Error('the test service runs without ClickHouse');
   return {
     service,
+    clickhouse: service.clickhouse,
     config,
     url,
     tenantId,

@@ -1,0 +1,71 @@
+import { Partitioners } from 'kafkajs';
+import type { Receiver } from './receiver';
+import { sendEvent } from './flow';
+
+/** Sends every body to the Hook URL with `concurrency` requests at a time; each must be accepted (202). */
+export async function sendConcurrently(hookUrl: string, bodies: unknown[], concurrency: number): Promise<void> {
+  let next = 0;
+  const workers = Array.from({ length: Math.min(concurrency, bodies.length) }, async () => {
+    while (next < bodies.length) {
+      const i = next++;
+      await sendEvent(hookUrl, bodies[i]);
+    }
+  });
+  await Promise.all(workers);
+}
+
+export function median(values: number[]): number {
+  if (values.length === 0) throw new Error('median of nothing');
+  const s = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+}
+
+/**
+ * The first arrival of each tagged JSON body (`{ round, seq }`) at a receiver, so that a
+ * redelivery (at-least-once) neither counts twice nor moves the time a round completed.
+ */
+export class FirstArrivals {
+  private scanned = 0;
+  private readonly byRound = new Map<string, Map<number, number>>();
+
+  constructor(private readonly receiver: Receiver) {}
+
+  private scan(): void {
+    const reqs = this.receiver.requests;
+    for (; this.scanned < reqs.length; this.scanned++) {
+      const r = reqs[this.scanned]!;
+      let tag: { round?: unknown; seq?: unknown };
+      try {
+        tag = JSON.parse(r.body.toString('utf8')) as { round?: unknown; seq?: unknown };
+      } catch {
+        continue;
+      }
+      if (typeof tag.round !== 'string' || typeof tag.seq !== 'number') continue;
+      let seen = this.byRound.get(tag.round);
+      if (!seen) this.byRound.set(tag.round, (seen = new Map()));
+      if (!seen.has(tag.seq)) seen.set(tag.seq, r.at);
+    }
+  }
+
+  count(round: string): number {
+    this.scan();
+    return this.byRound.get(round)?.size ?? 0;
+  }
+
+  /** Resolves with the arrival time (epoch ms) of the last of `count` distinct bodies of `round`. */
+  async waitForAll(round: string, count: number, timeoutMs: number, pollMs = 10): Promise<number> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.count(round) < count) {
+      if (Date.now() > deadline) throw new Error(`round ${round}: ${this.count(round)} of ${count} bodies arrived within ${timeoutMs} ms`);
+      await new Promise((r) => setTimeout(r, pollMs));
+    }
+    return Math.max(...this.byRound.get(round)!.values());
+  }
+}
+
+/** The partition the service's producer (kafkajs' default, Java-compatible murmur2) puts a keyed record on. */
+export function partitionOf(key: string, partitions: number): number {
+  const partitionMetadata = Array.from({ length: partitions }, (_, partitionId) => ({ partitionErrorCode: 0, partitionId, leader: 0, replicas: [0], isr: [0] }));
+  return Partitioners.DefaultPartitioner()({ topic: 'any', partitionMetadata, message: { key, value: null } });
+}
