@@ -26,6 +26,8 @@ export async function runDelayTiers(topics: Topics, deps: RunnerDeps, now: () =>
   const timers = new Set<NodeJS.Timeout>();
   const consumer: Consumer = deps.kafka.consumer({
     groupId: `${deps.groupPrefix}retry`,
+    sessionTimeout: 10_000,
+    heartbeatInterval: 3_000,
     maxWaitTimeInMs: 100,
     allowAutoTopicCreation: false,
     retry: { retries: 10, initialRetryTime: 200, restartOnFailure: async () => !stopped },

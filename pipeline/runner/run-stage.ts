@@ -59,7 +59,8 @@ export async function runStage(stage: Stage, deps: RunnerDeps): Promise<RunningS
   const consumer: Consumer = deps.kafka.consumer({
     groupId: `${deps.groupPrefix}${stage.name}`,
     maxWaitTimeInMs: 50,
-    sessionTimeout: 30_000,
+    // short, so that after a crash the group stops waiting for the dead member sooner
+    sessionTimeout: 10_000,
     heartbeatInterval: 3_000,
     allowAutoTopicCreation: false,
     retry: { retries: 10, initialRetryTime: 200, restartOnFailure: async () => !stopped },

@@ -52,7 +52,8 @@ export async function runWindowedStage<N extends 'DeliveryTask'>(stage: RecordSt
   const consumer: Consumer = deps.kafka.consumer({
     groupId: `${deps.groupPrefix}${stage.name}`,
     maxWaitTimeInMs: 50,
-    sessionTimeout: 30_000,
+    // short, so that after a crash the group stops waiting for the dead member sooner
+    sessionTimeout: 10_000,
     heartbeatInterval: 3_000,
     allowAutoTopicCreation: false,
     retry: { retries: 10, initialRetryTime: 200, restartOnFailure: async () => !stopped },

@@ -54,6 +54,8 @@ export async function runSink(topics: Topics, writer: RowWriter, deps: RunnerDep
 
   const consumer: Consumer = deps.kafka.consumer({
     groupId: `${deps.groupPrefix}sink`,
+    sessionTimeout: 10_000,
+    heartbeatInterval: 3_000,
     maxWaitTimeInMs: 50,
     maxBytes: 16 * 1024 * 1024,
     allowAutoTopicCreation: false,

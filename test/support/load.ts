@@ -1,4 +1,5 @@
 import { Partitioners } from 'kafkajs';
+import { readFileSync } from 'node:fs';
 import type { Receiver } from './receiver';
 import { sendEvent } from './flow';
 
@@ -68,4 +69,18 @@ export class FirstArrivals {
 export function partitionOf(key: string, partitions: number): number {
   const partitionMetadata = Array.from({ length: partitions }, (_, partitionId) => ({ partitionErrorCode: 0, partitionId, leader: 0, replicas: [0], isr: [0] }));
   return Partitioners.DefaultPartitioner()({ topic: 'any', partitionMetadata, message: { key, value: null } });
+}
+
+/** Busy and total CPU time of the whole machine so far, in ms (Linux /proc/stat; undefined elsewhere). */
+export function machineCpu(): { busyMs: number; totalMs: number } | undefined {
+  try {
+    const line = readFileSync('/proc/stat', 'utf8').split('\n')[0]!;
+    const f = line.trim().split(/\s+/).slice(1).map(Number);
+    const idle = (f[3] ?? 0) + (f[4] ?? 0);
+    const total = f.reduce((a, b) => a + b, 0);
+    const tick = 10; // USER_HZ is 100 on Linux
+    return { busyMs: (total - idle) * tick, totalMs: total * tick };
+  } catch {
+    return undefined;
+  }
 }
