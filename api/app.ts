@@ -7,11 +7,18 @@ import type { ConfigStore } from '../platform/config-store/config-store';
 import { authenticate, requireTenant } from './auth';
 import type { NameClaims } from './ports';
 import { problemHandler } from './problem';
+import { idempotency } from './idempotency';
+import { rateLimit } from './rate-limit';
+import type { RateLimits } from '../core/rate-limits';
+import type { Redis } from 'ioredis';
 import { deliveriesRouter } from './routes/deliveries';
 import { destinationsRouter } from './routes/destinations';
 import { healthRouter, type BuildInfo, type HealthProbe } from './routes/health';
 import { ingestersRouter } from './routes/ingesters';
 import { eventsRouter } from './routes/events';
+import { flowsRouter } from './routes/flows';
+import { savedPayloadsRouter } from './routes/saved-payloads';
+import { logsRouter } from './routes/logs';
 import type { ReplayDeps } from '../platform/replay/replay';
 
 /** What the API needs once the service is up. */
@@ -21,10 +28,16 @@ export interface ApiServices {
   clickhouseDatabase: string;
   claims: NameClaims;
   replay: ReplayDeps;
+  /** Base of the Hook URLs handed out, known once the server listens. */
+  publicBaseUrl: string;
+  redis: Redis;
+  /** Namespace of this deployment's keys in Redis. */
+  redisPrefix: string;
+  idempotencyTtlSeconds: number;
+  rateLimits: RateLimits;
 }
 
 export interface ApiOptions {
-  publicBaseUrl: string;
   errorBase: string;
   log: Logger;
   probe: HealthProbe;
@@ -84,11 +97,17 @@ export function createApp(options: ApiOptions): Express {
       const tenant = express.Router({ mergeParams: true });
       tenant.use(authenticate(s.store));
       tenant.use(requireTenant);
+      // before idempotency, so a 429 is never stored as the answer to a key
+      tenant.use(rateLimit({ redis: s.redis, prefix: s.redisPrefix, limits: s.rateLimits, log: options.log }));
       tenant.use(jsonBody());
+      tenant.use(idempotency({ redis: s.redis, prefix: s.redisPrefix, ttlSeconds: s.idempotencyTtlSeconds, log: options.log }));
       tenant.use('/destinations', destinationsRouter(s.store, s.claims));
-      tenant.use('/ingesters', ingestersRouter(s.store, options.publicBaseUrl));
+      tenant.use('/ingesters', ingestersRouter(s.store, s.publicBaseUrl));
       tenant.use('/deliveries', deliveriesRouter(s.clickhouse, s.clickhouseDatabase));
       tenant.use('/events', eventsRouter(s.clickhouse, s.clickhouseDatabase, s.store, s.replay));
+      tenant.use('/delivery-flows', flowsRouter(s.store));
+      tenant.use('/saved-payloads', savedPayloadsRouter(s.store));
+      tenant.use('/logs', logsRouter(s.clickhouse, s.clickhouseDatabase));
       return tenant;
     }),
   );

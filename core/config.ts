@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { parseAllowList, type AllowList } from './address-policy';
+import { parseRateLimits, type RateLimits } from './rate-limits';
 import { DEFAULT_RETRY_SCHEDULE_MS, parseSchedule } from './retry-schedule';
 import { DEFAULT_RETRY_TIERS_MS } from './topics';
 
@@ -43,6 +44,8 @@ export interface Config {
   sinkBatchRows: number;
   sinkFlushMs: number;
   ingestLingerMs: number;
+  idempotencyTtlSeconds: number;
+  rateLimits: RateLimits;
 }
 
 export const STAGE_NAMES = ['api', 'validate', 'filter', 'route', 'deliver', 'retry', 'sink'] as const;
@@ -114,6 +117,12 @@ class Reader {
     const { allow, errors } = parseAllowList(this.raw(name) ?? fallback);
     for (const e of errors) this.errors.push(`${name}: ${e}`);
     return allow;
+  }
+
+  rateLimits(name: string, fallback: string): RateLimits {
+    const { limits, errors } = parseRateLimits(this.raw(name) ?? fallback);
+    for (const e of errors) this.errors.push(`${name}: ${e}`);
+    return limits;
   }
 
   schedule(name: string, fallback: number[]): number[] {
@@ -196,6 +205,8 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     sinkBatchRows: r.integer('SINK_BATCH_ROWS', 5_000, 1, 1_000_000),
     sinkFlushMs: r.integer('SINK_FLUSH_MS', 250, 10, 60_000),
     ingestLingerMs: r.integer('INGEST_LINGER_MS', 0, 0, 1_000),
+    idempotencyTtlSeconds: r.integer('IDEMPOTENCY_TTL_SECONDS', 86_400, 1, 30 * 86_400),
+    rateLimits: r.rateLimits('RATE_LIMITS', 'default=600/60s'),
   };
   if (r.errors.length > 0) throw new ConfigError(r.errors);
   return config;
@@ -244,5 +255,7 @@ export const SETTINGS: SettingDoc[] = [
   { env: 'SINK_BATCH_ROWS', default: '5000', unit: 'rows', description: 'Rows the ClickHouse sink gathers before an insert.' },
   { env: 'SINK_FLUSH_MS', default: '250', unit: 'milliseconds', description: 'Longest time a row waits in the sink before its insert.' },
   { env: 'INGEST_LINGER_MS', default: '0', unit: 'milliseconds', description: 'How long the Hook URL waits to gather concurrent webhooks into one Kafka request (0: one event-loop turn).' },
+  { env: 'IDEMPOTENCY_TTL_SECONDS', default: '86400', unit: 'seconds', description: 'How long an `Idempotency-Key` and its answer are kept (per tenant and API key, in Redis).' },
+  { env: 'RATE_LIMITS', default: 'default=600/60s', unit: '`default=N/window;METHOD /path=N/window`', description: 'Requests per API key and route (path with `:tenantId` and `:id`, e.g. `POST /v1/tenants/:tenantId/destinations=20/60s`); windows in s, m or h. Over it: 429 with Retry-After.' },
   { env: 'BOOTSTRAP_DEMO_TENANT', default: 'true', unit: 'boolean', description: 'On first start with an empty configuration, create tenant `demo` and print its API key once.' },
 ];

@@ -70,7 +70,17 @@ export interface DeliveryFlow {
   updated_at: string;
 }
 
-export type Entity = Tenant | ApiKey | Destination | Ingester | DeliveryFlow;
+/** A named JSON payload a tenant keeps, e.g. to send test events. */
+export interface SavedPayload {
+  kind: 'saved_payload';
+  id: string;
+  tenant_id: string;
+  name: string;
+  payload: Record<string, unknown>;
+  created_at: string;
+}
+
+export type Entity = Tenant | ApiKey | Destination | Ingester | DeliveryFlow | SavedPayload;
 export type EntityKind = Entity['kind'];
 
 /** Key of an entity on the config topic. Tenants have no tenant above them. */

@@ -82,7 +82,6 @@ export async function startService(config: Config, log = new Logger(config.logLe
     let url: string | undefined;
     if (config.stages.includes('api')) {
       const app = createApp({
-        publicBaseUrl: config.publicBaseUrl,
         errorBase: config.errorBase,
         log,
         probe: healthProbe(connections),
@@ -214,7 +213,14 @@ export async function startService(config: Config, log = new Logger(config.logLe
     }
 
     ingest = ingestRouter({ topics, config: store, codec, producer: new BatchingProducer(producer, { lingerMs: config.ingestLingerMs }), maxBodyBytes: config.ingestMaxBodyBytes, log });
-    if (clickhouse) services = { store, clickhouse, clickhouseDatabase: config.clickhouseDatabase, claims: new RedisNameClaims(redis, config.topicPrefix), replay: { producer, codec, topics, redis, prefix: config.topicPrefix } };
+    if (clickhouse) services = { store, clickhouse, clickhouseDatabase: config.clickhouseDatabase, claims: new RedisNameClaims(redis, config.topicPrefix), replay: { producer, codec, topics, redis, prefix: config.topicPrefix },
+      // a port of 0 is never public: without PUBLIC_BASE_URL the Hook URLs use the bound port
+      publicBaseUrl: config.publicBaseUrl.endsWith(':0') && url ? url : config.publicBaseUrl,
+      redis,
+      redisPrefix: config.topicPrefix,
+      idempotencyTtlSeconds: config.idempotencyTtlSeconds,
+      rateLimits: config.rateLimits,
+    };
     connections.ready = true;
     log.info('service ready', { url, stages: config.stages, data_dir: config.dataDir });
 

@@ -4,7 +4,7 @@ import { startTestService, type TestService } from './support/service';
 describe('API ground rules', () => {
   let svc: TestService;
   beforeAll(async () => {
-    svc = await startTestService();
+    svc = await startTestService({ RATE_LIMITS: 'default=1000/60s;GET /v1/tenants/:tenantId/ingesters=3/60s' });
   });
   afterAll(async () => {
     await svc?.stop();
@@ -63,6 +63,37 @@ describe('API ground rules', () => {
     expectProblem(await svc.api('GET', `/v1/tenants/${svc.tenantId}/deliveries?status=lost`), 422, 'unprocessable-entity');
     expectProblem(await svc.api('GET', `/v1/tenants/${svc.tenantId}/deliveries?limit=0`), 400, 'validation-error');
     expectProblem(await svc.api('GET', `/v1/tenants/${svc.tenantId}/deliveries?limit=abc`), 400, 'validation-error');
+  });
+
+  it('Idempotency-Key: the same request gives the original answer once, another body a 409', async () => {
+    const path = `/v1/tenants/${svc.tenantId}/destinations`;
+    const headers = { 'idempotency-key': 'create-once-1' };
+    const [a, b] = await Promise.all([
+      svc.api('POST', path, { name: 'idem', url: 'http://127.0.0.1:9/x' }, { headers }),
+      svc.api('POST', path, { url: 'http://127.0.0.1:9/x', name: 'idem' }, { headers }),
+    ]);
+    expect([a.status, b.status]).toEqual([201, 201]);
+    expect(a.body.id).toBe(b.body.id);
+    expect(a.body.signing_secret).toBe(b.body.signing_secret);
+    const list = await svc.api('GET', path);
+    expect(list.body.destinations.filter((d: { name: string }) => d.name === 'idem')).toHaveLength(1);
+    const other = await svc.api('POST', path, { name: 'idem-2', url: 'http://127.0.0.1:9/x' }, { headers });
+    expectProblem(other, 409, 'idempotency-conflict');
+    expect(other.body.idempotency_key).toBe('create-once-1');
+  });
+
+  it('429 with Retry-After past a route\'s limit, and RateLimit headers on every answer', async () => {
+    const key = await svc.newKey(['read:ingesters']);
+    const path = `/v1/tenants/${svc.tenantId}/ingesters`;
+    const answers = [];
+    for (let i = 0; i < 4; i++) answers.push(await svc.api('GET', path, undefined, { key }));
+    expect(answers.slice(0, 3).map((a) => a.status)).toEqual([200, 200, 200]);
+    expect(answers.map((a) => a.headers.get('ratelimit-remaining'))).toEqual(['2', '1', '0', '0']);
+    expectProblem(answers[3]!, 429, 'rate-limit-exceeded');
+    expect(answers[3]!.body.retry_after_seconds).toBeGreaterThanOrEqual(1);
+    expect(answers[3]!.headers.get('retry-after')).toBe(String(answers[3]!.body.retry_after_seconds));
+    // another key has its own bucket
+    expect((await svc.api('GET', path)).status).toBe(200);
   });
 
   it('404 problem for an unknown route', async () => {

@@ -1,12 +1,11 @@
 import express, { type Router } from 'express';
 import type { ClickHouseClient } from '@clickhouse/client';
 import { AppError } from '../../core/errors';
-import { authOf, requireScope } from '../auth';
+import { authOf, requireResource, requireScope } from '../auth';
 import { decodeCursor, encodeCursor } from '../cursor';
+import { parseLimit } from '../paging';
 
 export const DELIVERY_STATUSES = ['delivered', 'retrying', 'failed'] as const;
-export const DEFAULT_LIMIT = 50;
-export const MAX_LIMIT = 200;
 
 interface DeliveryRow {
   delivery_id: string;
@@ -15,21 +14,13 @@ interface DeliveryRow {
   destination_id: string;
   status: string;
   response_code: number | null;
-  attempted_at: string;
+  attempted_at_text: string;
   error_message: string | null;
 }
 
 /** `2026-01-02 03:04:05.678` (ClickHouse, UTC) -> `2026-01-02T03:04:05.678Z`. */
 export function isoFromClickHouse(value: string): string {
   return `${value.replace(' ', 'T')}Z`;
-}
-
-export function parseLimit(raw: unknown): number {
-  if (raw === undefined) return DEFAULT_LIMIT;
-  if (typeof raw !== 'string' || !/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > MAX_LIMIT) {
-    throw new AppError('validation-error', `limit must be an integer from 1 to ${MAX_LIMIT}`, { errors: [{ field: 'limit', message: `must be an integer from 1 to ${MAX_LIMIT}` }] });
-  }
-  return Number(raw);
 }
 
 export function deliveriesRouter(clickhouse: ClickHouseClient, database: string): Router {
@@ -63,7 +54,7 @@ export function deliveriesRouter(clickhouse: ClickHouseClient, database: string)
       params.resources = key.resource_ids;
     }
     const rs = await clickhouse.query({
-      query: `SELECT delivery_id, attempt_number, event_id, destination_id, status, response_code, toString(attempted_at) AS attempted_at, error_message
+      query: `SELECT delivery_id, attempt_number, event_id, destination_id, status, response_code, toString(attempted_at) AS attempted_at_text, error_message
               FROM ${database}.deliveries FINAL
               WHERE ${where.join(' AND ')}
               ORDER BY attempted_at DESC, delivery_id DESC, attempt_number DESC
@@ -82,10 +73,42 @@ export function deliveriesRouter(clickhouse: ClickHouseClient, database: string)
         status: r.status,
         response_code: r.response_code,
         attempt_number: r.attempt_number,
-        attempted_at: isoFromClickHouse(r.attempted_at),
+        attempted_at: isoFromClickHouse(r.attempted_at_text),
         ...(r.error_message ? { error_message: r.error_message } : {}),
       })),
-      next_cursor: rows.length > limit && last ? encodeCursor([last.attempted_at, last.delivery_id, last.attempt_number], filters) : null,
+      next_cursor: rows.length > limit && last ? encodeCursor([last.attempted_at_text, last.delivery_id, last.attempt_number], filters) : null,
+    });
+  });
+
+  /** One delivery with every attempt, oldest first; its status is the latest attempt's. */
+  router.get('/:deliveryId', requireScope('read:deliveries'), async (req, res) => {
+    const key = authOf(res);
+    const rs = await clickhouse.query({
+      query: `SELECT delivery_id, attempt_number, event_id, destination_id, status, response_code, toString(attempted_at) AS attempted_at_text, error_message
+              FROM ${database}.deliveries FINAL WHERE tenant_id = {tenant:String} AND delivery_id = {id:String} ORDER BY attempt_number`,
+      query_params: { tenant: key.tenant_id, id: String(req.params.deliveryId) },
+      format: 'JSONEachRow',
+    });
+    const attempts = await rs.json<DeliveryRow>();
+    const last = attempts[attempts.length - 1];
+    if (!last) throw new AppError('not-found', `delivery ${String(req.params.deliveryId)} does not exist`);
+    requireResource(res, last.destination_id);
+    res.json({
+      id: last.delivery_id,
+      event_id: last.event_id,
+      destination_id: last.destination_id,
+      status: last.status,
+      response_code: last.response_code,
+      attempt_number: last.attempt_number,
+      attempted_at: isoFromClickHouse(last.attempted_at_text),
+      ...(last.error_message ? { error_message: last.error_message } : {}),
+      attempts: attempts.map((a) => ({
+        attempt_number: a.attempt_number,
+        status: a.status,
+        response_code: a.response_code,
+        attempted_at: isoFromClickHouse(a.attempted_at_text),
+        ...(a.error_message ? { error_message: a.error_message } : {}),
+      })),
     });
   });
 

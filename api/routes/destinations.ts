@@ -8,6 +8,7 @@ import type { ConfigStore } from '../../platform/config-store/config-store';
 import type { NameClaims } from '../ports';
 import { authOf, requireResource, requireScope } from '../auth';
 import { BodyChecker } from '../validation';
+import { pageOf } from '../paging';
 
 export function destinationView(d: Destination) {
   return { id: d.id, name: d.name, url: d.url, status: d.status, created_at: d.created_at, updated_at: d.updated_at, disabled_reason: d.disabled_reason, retry_schedule_ms: d.retry_schedule_ms ?? null };
@@ -16,10 +17,11 @@ export function destinationView(d: Destination) {
 export function destinationsRouter(store: ConfigStore, claims: NameClaims): Router {
   const router = express.Router({ mergeParams: true });
 
-  router.get('/', requireScope('read:destinations'), (_req, res) => {
+  router.get('/', requireScope('read:destinations'), (req, res) => {
     const key = authOf(res);
     const all = store.list('destination', key.tenant_id).filter((d) => !key.resource_ids || key.resource_ids.includes(d.id));
-    res.json({ destinations: all.map(destinationView), next_cursor: null });
+    const { page, next_cursor } = pageOf(all, req.query);
+    res.json({ destinations: page.map(destinationView), next_cursor });
   });
 
   router.post('/', requireScope('write:destinations'), async (req, res) => {
@@ -61,6 +63,21 @@ export function destinationsRouter(store: ConfigStore, claims: NameClaims): Rout
     if (!d) throw notFound(`destination ${String(req.params.destinationId)}`);
     requireResource(res, d.id);
     res.json(destinationView(d));
+  });
+
+  /** Deletes the destination and takes it out of every delivery flow; its pending deliveries fail. */
+  router.delete('/:destinationId', requireScope('write:destinations'), async (req, res) => {
+    const key = authOf(res);
+    const d = store.get('destination', key.tenant_id, String(req.params.destinationId));
+    if (!d) throw notFound(`destination ${String(req.params.destinationId)}`);
+    requireResource(res, d.id);
+    const now = new Date().toISOString();
+    for (const flow of store.list('flow', key.tenant_id).filter((f) => f.destination_ids.includes(d.id))) {
+      await store.put({ ...flow, destination_ids: flow.destination_ids.filter((id) => id !== d.id), updated_at: now });
+    }
+    await store.remove('destination', key.tenant_id, d.id);
+    await claims.release(key.tenant_id, 'destination-name', d.name, d.id);
+    res.status(204).end();
   });
 
   return router;

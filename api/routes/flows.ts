@@ -1,0 +1,73 @@
+import express, { type Response, type Router } from 'express';
+import { notFound } from '../../core/errors';
+import { newId } from '../../core/ids';
+import type { DeliveryFlow } from '../../core/model';
+import type { ConfigStore } from '../../platform/config-store/config-store';
+import { authOf, requireResource, requireScope } from '../auth';
+import { pageOf } from '../paging';
+import { BodyChecker } from '../validation';
+
+export function flowView(f: DeliveryFlow) {
+  return { id: f.id, name: f.name, ingester_id: f.ingester_id, destination_ids: f.destination_ids, created_at: f.created_at, updated_at: f.updated_at };
+}
+
+/** Delivery flows: an ingester's events fan out to each destination of each of its flows. */
+export function flowsRouter(store: ConfigStore): Router {
+  const router = express.Router({ mergeParams: true });
+  const find = (res: Response, id: string): DeliveryFlow => {
+    const f = store.get('flow', authOf(res).tenant_id, id);
+    if (!f) throw notFound(`delivery flow ${id}`);
+    requireResource(res, f.id);
+    return f;
+  };
+  const read = (body: unknown, res: Response, previous?: DeliveryFlow) => {
+    const tenantId = authOf(res).tenant_id;
+    const check = new BodyChecker(body);
+    const name = check.string('name', { required: true, max: 200 });
+    const ingesterId = previous ? previous.ingester_id : check.string('ingester_id', { required: true });
+    if (!previous && ingesterId && !store.get('ingester', tenantId, ingesterId)) check.fail('ingester_id', `ingester ${ingesterId} does not exist`);
+    const destinationIds = check.stringArray('destination_ids') ?? (previous ? previous.destination_ids : undefined);
+    if (!destinationIds) check.fail('destination_ids', 'is required');
+    for (const [i, id] of (destinationIds ?? []).entries()) {
+      if (!store.get('destination', tenantId, id)) check.fail(`destination_ids[${i}]`, `destination ${id} does not exist`);
+    }
+    check.done();
+    for (const id of [ingesterId!, ...destinationIds!]) requireResource(res, id);
+    return { name: name!.trim(), ingesterId: ingesterId!, destinationIds: [...new Set(destinationIds!)] };
+  };
+
+  router.get('/', requireScope('read:flows'), (req, res) => {
+    const key = authOf(res);
+    const all = store.list('flow', key.tenant_id).filter((f) => !key.resource_ids || key.resource_ids.includes(f.id));
+    const { page, next_cursor } = pageOf(all, req.query);
+    res.json({ delivery_flows: page.map(flowView), next_cursor });
+  });
+
+  router.post('/', requireScope('write:flows'), async (req, res) => {
+    const input = read(req.body, res);
+    const now = new Date().toISOString();
+    const flow: DeliveryFlow = { kind: 'flow', id: newId('flow'), tenant_id: authOf(res).tenant_id, name: input.name, ingester_id: input.ingesterId, destination_ids: input.destinationIds, created_at: now, updated_at: now };
+    await store.put(flow);
+    res.status(201).location(`${req.baseUrl}/${flow.id}`).json(flowView(flow));
+  });
+
+  router.get('/:flowId', requireScope('read:flows'), (req, res) => {
+    res.json(flowView(find(res, String(req.params.flowId))));
+  });
+
+  router.put('/:flowId', requireScope('write:flows'), async (req, res) => {
+    const previous = find(res, String(req.params.flowId));
+    const input = read(req.body, res, previous);
+    const next: DeliveryFlow = { ...previous, name: input.name, destination_ids: input.destinationIds, updated_at: new Date().toISOString() };
+    await store.put(next);
+    res.json(flowView(next));
+  });
+
+  router.delete('/:flowId', requireScope('write:flows'), async (req, res) => {
+    const f = find(res, String(req.params.flowId));
+    await store.remove('flow', f.tenant_id, f.id);
+    res.status(204).end();
+  });
+
+  return router;
+}

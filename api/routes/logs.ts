@@ -1,0 +1,75 @@
+import express, { type Router } from 'express';
+import type { ClickHouseClient } from '@clickhouse/client';
+import { AppError } from '../../core/errors';
+import { LOG_LEVELS } from '../../core/config';
+import { authOf, requireScope } from '../auth';
+import { decodeCursor, encodeCursor } from '../cursor';
+import { parseLimit } from '../paging';
+import { isoFromClickHouse } from './deliveries';
+
+interface LogRow {
+  id: string;
+  ts_text: string;
+  level: string;
+  message: string;
+  stage: string | null;
+  event_id: string | null;
+  delivery_id: string | null;
+  destination_id: string | null;
+  ingester_id: string | null;
+  correlation_id: string | null;
+  fields: string;
+}
+
+/**
+ * The tenant's pipeline log, newest first. `level` is a minimum: `warn` gives warnings and
+ * errors. Cursors are keyset (time, id), stable while lines are being added.
+ */
+export function logsRouter(clickhouse: ClickHouseClient, database: string): Router {
+  const router = express.Router({ mergeParams: true });
+  router.get('/', requireScope('read:logs'), async (req, res) => {
+    const key = authOf(res);
+    const limit = parseLimit(req.query.limit);
+    const level = req.query.level;
+    if (level !== undefined && (typeof level !== 'string' || !(LOG_LEVELS as readonly string[]).includes(level))) {
+      throw new AppError('unprocessable-entity', `level must be one of ${LOG_LEVELS.join(', ')}`);
+    }
+    const levels = level ? LOG_LEVELS.slice(LOG_LEVELS.indexOf(level as (typeof LOG_LEVELS)[number])) : [...LOG_LEVELS];
+    const filters = { level: level ?? null };
+    const where = ['tenant_id = {tenant:String}', 'level IN {levels:Array(String)}'];
+    const params: Record<string, unknown> = { tenant: key.tenant_id, levels, limit: limit + 1 };
+    if (typeof req.query.cursor === 'string' && req.query.cursor !== '') {
+      const [ts, id] = decodeCursor(req.query.cursor, filters);
+      if (typeof ts !== 'string' || typeof id !== 'string') throw new AppError('validation-error', 'the cursor is not one this API issued', { errors: [{ field: 'cursor', message: 'is not a valid cursor' }] });
+      where.push('(ts, id) < ({ts:DateTime64(3)}, {id:String})');
+      Object.assign(params, { ts, id });
+    }
+    // aliases must not shadow columns: ClickHouse resolves WHERE names to SELECT aliases
+    const rs = await clickhouse.query({
+      query: `SELECT id, toString(ts) AS ts_text, level, message, stage, event_id, delivery_id, destination_id, ingester_id, correlation_id, fields
+              FROM ${database}.logs FINAL WHERE ${where.join(' AND ')} ORDER BY ts DESC, id DESC LIMIT {limit:UInt32}`,
+      query_params: params,
+      format: 'JSONEachRow',
+    });
+    const rows = await rs.json<LogRow>();
+    const page = rows.slice(0, limit);
+    const last = page[page.length - 1];
+    res.json({
+      logs: page.map((r) => ({
+        id: r.id,
+        timestamp: isoFromClickHouse(r.ts_text),
+        level: r.level,
+        message: r.message,
+        stage: r.stage,
+        event_id: r.event_id,
+        delivery_id: r.delivery_id,
+        destination_id: r.destination_id,
+        ingester_id: r.ingester_id,
+        correlation_id: r.correlation_id,
+        fields: JSON.parse(r.fields) as Record<string, unknown>,
+      })),
+      next_cursor: rows.length > limit && last ? encodeCursor([last.ts_text, last.id], filters) : null,
+    });
+  });
+  return router;
+}
