@@ -35,6 +35,7 @@ export interface ApiServices {
   redisPrefix: string;
   idempotencyTtlSeconds: number;
   rateLimits: RateLimits;
+  disabledWriteGroups: readonly string[];
 }
 
 export interface ApiOptions {
@@ -95,6 +96,11 @@ export function createApp(options: ApiOptions): Express {
     '/v1/tenants/:tenantId',
     whenReady((s) => {
       const tenant = express.Router({ mergeParams: true });
+      const disabled = new Set(s.disabledWriteGroups);
+      tenant.use((_req, res, next) => {
+        res.locals.disabledWriteGroups = disabled;
+        next();
+      });
       tenant.use(authenticate(s.store));
       tenant.use(requireTenant);
       // before idempotency, so a 429 is never stored as the answer to a key

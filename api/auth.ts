@@ -16,6 +16,8 @@ export interface Authenticated {
 declare module 'express-serve-static-core' {
   interface Locals {
     auth?: Authenticated;
+    /** Write groups (write scopes) that configuration has switched off. */
+    disabledWriteGroups?: ReadonlySet<string>;
   }
 }
 
@@ -68,6 +70,9 @@ export function requireTenant(req: Request, res: Response, next: NextFunction): 
 export function requireScope(scope: Scope): RequestHandler {
   return (_req: Request, res: Response, next: NextFunction) => {
     const key = authOf(res);
+    if (res.locals.disabledWriteGroups?.has(scope)) {
+      throw new AppError('write-tool-disabled', `the write group ${scope} is disabled on this deployment`, { tool_group: scope });
+    }
     if (!key.scopes.includes(scope)) {
       throw new AppError('insufficient-scope', `this call needs the scope ${scope}`, { required_scope: scope });
     }

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { parseAllowList, type AllowList } from './address-policy';
 import { parseRateLimits, type RateLimits } from './rate-limits';
+import { isScope, SCOPES, type Scope } from './scopes';
 import { DEFAULT_RETRY_SCHEDULE_MS, parseSchedule } from './retry-schedule';
 import { DEFAULT_RETRY_TIERS_MS } from './topics';
 
@@ -46,6 +47,7 @@ export interface Config {
   ingestLingerMs: number;
   idempotencyTtlSeconds: number;
   rateLimits: RateLimits;
+  disabledWriteGroups: Scope[];
 }
 
 export const STAGE_NAMES = ['api', 'validate', 'filter', 'route', 'deliver', 'retry', 'sink'] as const;
@@ -117,6 +119,13 @@ class Reader {
     const { allow, errors } = parseAllowList(this.raw(name) ?? fallback);
     for (const e of errors) this.errors.push(`${name}: ${e}`);
     return allow;
+  }
+
+  writeGroups(name: string): Scope[] {
+    const names = (this.raw(name) ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+    const bad = names.filter((n) => !n.startsWith('write:') || !isScope(n));
+    if (bad.length > 0) this.errors.push(`${name}: not a write group: ${bad.join(', ')}; write groups: ${SCOPES.filter((s) => s.startsWith('write:')).join(', ')}`);
+    return names.filter((n): n is Scope => n.startsWith('write:') && isScope(n));
   }
 
   rateLimits(name: string, fallback: string): RateLimits {
@@ -207,6 +216,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     ingestLingerMs: r.integer('INGEST_LINGER_MS', 0, 0, 1_000),
     idempotencyTtlSeconds: r.integer('IDEMPOTENCY_TTL_SECONDS', 86_400, 1, 30 * 86_400),
     rateLimits: r.rateLimits('RATE_LIMITS', 'default=600/60s'),
+    disabledWriteGroups: r.writeGroups('DISABLED_WRITE_GROUPS'),
   };
   if (r.errors.length > 0) throw new ConfigError(r.errors);
   return config;
@@ -257,5 +267,6 @@ export const SETTINGS: SettingDoc[] = [
   { env: 'INGEST_LINGER_MS', default: '0', unit: 'milliseconds', description: 'How long the Hook URL waits to gather concurrent webhooks into one Kafka request (0: one event-loop turn).' },
   { env: 'IDEMPOTENCY_TTL_SECONDS', default: '86400', unit: 'seconds', description: 'How long an `Idempotency-Key` and its answer are kept (per tenant and API key, in Redis).' },
   { env: 'RATE_LIMITS', default: 'default=600/60s', unit: '`default=N/window;METHOD /path=N/window`', description: 'Requests per API key and route (path with `:tenantId` and `:id`, e.g. `POST /v1/tenants/:tenantId/destinations=20/60s`); windows in s, m or h. Over it: 429 with Retry-After.' },
+  { env: 'DISABLED_WRITE_GROUPS', default: '(empty)', unit: 'list of write scopes', description: 'Write groups switched off, e.g. `write:destinations`: their routes answer 403 write-tool-disabled with `tool_group`.' },
   { env: 'BOOTSTRAP_DEMO_TENANT', default: 'true', unit: 'boolean', description: 'On first start with an empty configuration, create tenant `demo` and print its API key once.' },
 ];

@@ -220,6 +220,7 @@ export async function startService(config: Config, log = new Logger(config.logLe
       redisPrefix: config.topicPrefix,
       idempotencyTtlSeconds: config.idempotencyTtlSeconds,
       rateLimits: config.rateLimits,
+      disabledWriteGroups: config.disabledWriteGroups,
     };
     connections.ready = true;
     log.info('service ready', { url, stages: config.stages, data_dir: config.dataDir });

@@ -17,14 +17,20 @@ import { FirstArrivals, machineCpu, median, partitionOf, sendConcurrently } from
 const N = 300;
 /** Concurrent senders per ingester. */
 const SENDERS = 16;
-/** Two rounds to warm up (not counted), then A and B counterbalanced (ABBA) so that drift cancels. */
-const WARM_UP = ['A', 'B'] as const;
+/**
+ * Rounds to warm up, not counted: the run's Kafka broker is fresh (its JVM still compiling) and
+ * this process is still optimising; both cost visibly more CPU for the first three rounds or so.
+ * Then A and B counterbalanced (ABBA), so that what drift is left cancels.
+ */
+const WARM_UP = ['A', 'B', 'B', 'A'] as const;
 const PLAN = ['A', 'B', 'B', 'A', 'A', 'B', 'B', 'A'] as const;
 const PER_DESTINATION = 32;
 const MAX_IN_FLIGHT = 2000;
 /** Long enough that the dead destination's requests hang for the whole test and never time out. */
 const DELIVERY_TIMEOUT_MS = 600_000;
 const ROUND_TIMEOUT_MS = 60_000;
+/** Draining a round (dead-lettering the dead destination's tasks, the sink catching up) on a busy machine. */
+const SETTLE_TIMEOUT_MS = 120_000;
 const ALLOWED_SLOWDOWN = 1.1;
 
 type Scenario = 'A' | 'B';
@@ -78,12 +84,12 @@ describe('destination isolation in delivery', () => {
         got = await attemptedPerDestination();
         return Object.entries(expected).every(([id, n]) => (got.get(id) ?? 0) >= n) ? true : undefined;
       },
-      ROUND_TIMEOUT_MS,
+      SETTLE_TIMEOUT_MS,
       100,
     ).catch(async (err: Error) => {
       throw new Error(`${err.message}; recorded ${JSON.stringify(Object.fromEntries(got))}; uncommitted ${JSON.stringify(await consumerLag(svc))}`);
     });
-    await waitForIdle(svc, ROUND_TIMEOUT_MS);
+    await waitForIdle(svc, SETTLE_TIMEOUT_MS);
   };
 
   /**
@@ -204,5 +210,5 @@ describe('destination isolation in delivery', () => {
         `median tail A ${of('A', (r) => r.tailMs)} ms, B ${of('B', (r) => r.tailMs)} ms; median cpu A ${of('A', (r) => r.cpuMs)} ms, B ${of('B', (r) => r.cpuMs)} ms\n`,
     );
     expect(medianB).toBeLessThanOrEqual(ALLOWED_SLOWDOWN * medianA);
-  }, 420_000);
+  }, 900_000);
 });
