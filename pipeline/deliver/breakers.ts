@@ -12,7 +12,7 @@ export interface BreakerSettings {
 
 export type BreakerState = 'closed' | 'open' | 'half-open';
 
-/** Thrown by an attempt to mark it as a failure of the destination (5xx, 429, timeouts). */
+/** Thrown by an attempt to mark it as a failure of the destination: 5xx, 429, 408, timeouts, connection errors. */
 export class DestinationUnhealthy extends Error {}
 
 /**

@@ -8,7 +8,7 @@ import type { AnyOutput, RecordStage } from '../runner/stage';
 import { transition } from '../transitions';
 import { DestinationUnhealthy, isOpenBreaker, type Breakers } from './breakers';
 import { decide, parseRetryAfter, type AttemptResult, type Decision } from './decide';
-import type { HttpSender } from './http-sender';
+import type { HttpSender, SendResult } from './http-sender';
 import { delayTopicFor } from './delay';
 
 /** What delivery needs of the configuration. */
@@ -27,6 +27,10 @@ export interface DeliverDeps {
   /** True when the sender refused the target (SSRF guard): never worth a retry. */
   isRefusal(err: unknown): boolean;
   now?: () => number;
+}
+
+function isResponse(v: unknown): v is SendResult {
+  return typeof v === 'object' && v !== null && typeof (v as { status?: unknown }).status === 'number' && typeof (v as { headers?: unknown }).headers === 'object';
 }
 
 /** The Standard Webhooks headers, the original content type and the correlation id. */
@@ -54,7 +58,14 @@ export function deliverStage(deps: DeliverDeps): RecordStage<'DeliveryTask'> {
     const started = now();
     try {
       const res = await deps.breakers.run(destination.id, async () => {
-        const r = await deps.sender.send({ url: destination.url, headers: outboundHeaders(task, destination, now()), body: task.body });
+        let r: Awaited<ReturnType<HttpSender['send']>>;
+        try {
+          r = await deps.sender.send({ url: destination.url, headers: outboundHeaders(task, destination, now()), body: task.body });
+        } catch (err) {
+          // a refused target says nothing of the destination's health; a timeout or a reset does
+          if (deps.isRefusal(err)) throw err;
+          throw new DestinationUnhealthy(errorMessage(err), { cause: err });
+        }
         if (r.status >= 500 || r.status === 429 || r.status === 408) throw new DestinationUnhealthy(`status ${r.status}`, { cause: r });
         return r;
       });
@@ -62,11 +73,12 @@ export function deliverStage(deps: DeliverDeps): RecordStage<'DeliveryTask'> {
     } catch (err) {
       const durationMs = now() - started;
       if (isOpenBreaker(err)) return { result: { kind: 'breaker-open', reopensAt: deps.breakers.reopensAt(destination.id) }, durationMs };
-      if (err instanceof DestinationUnhealthy) {
-        const r = err.cause as { status: number; headers: Record<string, string | string[] | undefined>; durationMs: number };
+      if (err instanceof DestinationUnhealthy && isResponse(err.cause)) {
+        const r = err.cause;
         return { result: { kind: 'response', status: r.status, retryAfterMs: parseRetryAfter(r.headers['retry-after'], now()) }, durationMs: r.durationMs };
       }
-      return { result: { kind: 'error', message: errorMessage(err), refused: deps.isRefusal(err) }, durationMs };
+      const cause = err instanceof DestinationUnhealthy ? err.cause : err;
+      return { result: { kind: 'error', message: errorMessage(cause), refused: deps.isRefusal(cause) }, durationMs };
     }
   }
 

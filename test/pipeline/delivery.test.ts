@@ -143,6 +143,21 @@ describe('delivery engine', () => {
     const states = (await transitionsOf(svc, badEvent)).map((t) => t.state);
     expect(states).not.toContain('failed');
   });
+  it('counts timeouts as failures: a destination that never answers trips its breaker', async () => {
+    const r = await receiver();
+    r.respondBy(() => 'hang');
+    const { hookUrl } = await destinationWithIngester(svc, 'silent', r.url, { retry_schedule_ms: [0, 100, 100, 100, 100, 100] });
+    await Promise.all([1, 2, 3, 4, 5, 6].map((n) => sendEvent(hookUrl, { n })));
+    await r.waitForRequests(6);
+    const firstWave = r.requests[5]!.at;
+    // all six time out after DELIVERY_TIMEOUT_MS (3 s); their retries are due 100 ms later, but the
+    // breaker opened on the timeouts, so nothing reaches the destination until it half-opens
+    await new Promise((res) => setTimeout(res, firstWave + 3_000 + 1_200 - Date.now()));
+    expect(r.requests).toHaveLength(6);
+    await r.waitForRequests(7, 10_000);
+    expect(r.requests[6]!.at - firstWave).toBeGreaterThanOrEqual(3_000 + 1_900);
+  });
+
   it('replays a destination\'s dead letters in bulk from the CLI, each once', async () => {
     const r = await receiver();
     r.respondWith(500);

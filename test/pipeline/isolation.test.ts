@@ -42,7 +42,7 @@ interface RoundResult {
   healthyMs: number;
   /** From the first send until all 2N sends were accepted (202). */
   ingestMs: number;
-  /** From the moment all sends were accepted until H had the last event. */
+  /** From the moment all 2N sends were accepted until H had its last event (negative when H was done first). */
   tailMs: number;
   /** Requests the other destination had received when H was complete. */
   otherRequests: number;
