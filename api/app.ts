@@ -7,6 +7,7 @@ import type { ConfigStore } from '../platform/config-store/config-store';
 import { authenticate, requireTenant } from './auth';
 import type { NameClaims } from './ports';
 import { problemHandler } from './problem';
+import { openApiDocument } from './openapi';
 import { idempotency } from './idempotency';
 import { rateLimit } from './rate-limit';
 import type { RateLimits } from '../core/rate-limits';
@@ -86,9 +87,14 @@ export function createApp(options: ApiOptions): Express {
     };
   };
 
+  app.get('/v1/openapi.json', (_req, res) => {
+    res.json(openApiDocument({ errorBase: options.errorBase }));
+  });
+
   app.use((req, res, next) => {
     const extra = options.extraRouters?.();
-    if (!extra) return next();
+    // a sender must not take "starting" for "no such Hook URL": 503 says try again
+    if (!extra) return req.path.startsWith('/v1/hooks/') ? next(new AppError('service-unavailable', 'the service is starting; try again shortly')) : next();
     return extra(req, res, next);
   });
 

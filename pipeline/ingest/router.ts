@@ -77,7 +77,9 @@ export function ingestRouter(deps: IngestDeps): Router {
       deps.log.debug('received', { tenant_id: event.tenant_id, event_id: event.event_id, ingester_id: event.ingester_id, correlation_id: event.correlation_id, bytes: payload.length });
       res.status(202).setHeader('x-correlation-id', event.correlation_id).json({ event_id: event.event_id, correlation_id: event.correlation_id, status: 'received' });
     } catch (err) {
-      next(err);
+      // Kafka not acknowledging is a passing condition: the sender should retry, not give up
+      if (err instanceof Error && err.name.startsWith('KafkaJS')) next(new AppError('service-unavailable', 'the event could not be stored durably; retry shortly', {}, true, { cause: err }));
+      else next(err);
     }
   });
   return router;

@@ -1,0 +1,966 @@
+import packageJson from '../package.json';
+import { LOG_LEVELS } from '../core/config';
+import { STATUS_OF, TITLE_OF, type ErrorSlug } from '../core/errors';
+import { HEADER_VALUE_OPS, MAX_DEPTH, MAX_NAME_LENGTH, MAX_PATH_SEGMENTS, MAX_PATTERN_LENGTH, MAX_RULES, MAX_STRING_LENGTH, MAX_VALUES, PRESENCE_OPS } from '../core/filters';
+import { ID_PREFIX } from '../core/ids';
+import { PROVIDERS } from '../core/model';
+import { DEFAULT_TOLERANCE_SECONDS, GENERIC_ALGORITHMS, GENERIC_ENCODINGS, MAX_TOLERANCE_SECONDS } from '../core/providers';
+import { SCOPES, type Scope } from '../core/scopes';
+import { DEFAULT_LIMIT, MAX_LIMIT } from './paging';
+import { DELIVERY_STATUSES } from './routes/deliveries';
+import { MAX_PAYLOAD_BYTES } from './routes/saved-payloads';
+
+/**
+ * The OpenAPI 3.1 description of the HTTP API as the code implements it today. Enumerations and
+ * limits come from the modules that enforce them; the shapes of the answers are written out here
+ * and test/api/openapi.test.ts checks every one of them against real answers of the service.
+ */
+
+type Json = Record<string, unknown>;
+
+const ULID = '[0-9a-hjkmnp-tv-z]{26}';
+const EXAMPLE_ULID = '01j9zx5w3k8f6t2q4r7m1n0bcd';
+/** Largest JSON request body of the tenant routes (api/app.ts). */
+const MAX_JSON_BODY = '1 MiB';
+/** Longest name of a destination, ingester, flow or saved payload (before trimming). */
+const MAX_ENTITY_NAME = 200;
+const MAX_URL_LENGTH = 2048;
+const MAX_SCHEDULE_ATTEMPTS = 50;
+const MAX_SCHEDULE_WAIT_MS = 7 * 86_400_000;
+const DEPENDENCIES = ['kafka', 'schema_registry', 'redis', 'clickhouse', 'pipeline'] as const;
+
+const ref = (kind: 'schemas' | 'responses' | 'parameters' | 'headers', name: string): Json => ({ $ref: `#/components/${kind}/${name}` });
+const schema = (name: string): Json => ref('schemas', name);
+const nullable = (s: Json): Json => ({ anyOf: [s, { type: 'null' }] });
+
+function typedId(kind: keyof typeof ID_PREFIX, what: string): Json {
+  const id = `${ID_PREFIX[kind]}_${EXAMPLE_ULID}`;
+  return { type: 'string', pattern: `^${ID_PREFIX[kind]}_${ULID}$`, description: `Identifier of ${what}: \`${ID_PREFIX[kind]}_\` and a lower-case ULID, so ids sort by creation time.`, examples: [id] };
+}
+
+/** Matches the names `maskConfig` (api/routes/ingesters.ts) masks: /secret|token|password|key/i. */
+const SECRET_KEY_PATTERN = ['secret', 'token', 'password', 'key'].map((w) => [...w].map((c) => `[${c}${c.toUpperCase()}]`).join('')).join('|');
+const BASE64_PATTERN = '(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?';
+const HEADER_TOKEN_PATTERN = "^[!#$%&'*+\\-.^_`|~0-9A-Za-z]+$";
+
+// ---------------------------------------------------------------------------------------------
+// schemas
+
+function problem(errorBase: string, slug: ErrorSlug, description: string, extra: { properties?: Json; required?: string[] } = {}): Json {
+  return {
+    type: 'object',
+    description: `RFC 9457 problem document of type \`${slug}\`. ${description}`,
+    required: ['type', 'title', 'status', 'detail', 'instance', ...(extra.required ?? [])],
+    properties: {
+      type: { type: 'string', format: 'uri', const: `${errorBase}/errors/${slug}` },
+      title: { type: 'string', const: TITLE_OF[slug] },
+      status: { type: 'integer', const: STATUS_OF[slug] },
+      detail: { type: 'string', description: 'What went wrong, for a human.' },
+      instance: schema('RequestId'),
+      ...(extra.properties ?? {}),
+    },
+    additionalProperties: false,
+  };
+}
+
+const PROBLEM_SCHEMA_OF: Record<Exclude<ErrorSlug, 'method-not-allowed'>, string> = {
+  'validation-error': 'ValidationProblem',
+  unauthorized: 'UnauthorizedProblem',
+  'insufficient-scope': 'InsufficientScopeProblem',
+  'permission-denied': 'PermissionDeniedProblem',
+  'write-tool-disabled': 'WriteToolDisabledProblem',
+  'not-found': 'NotFoundProblem',
+  conflict: 'ConflictProblem',
+  'idempotency-conflict': 'IdempotencyConflictProblem',
+  'payload-too-large': 'PayloadTooLargeProblem',
+  'unsupported-media-type': 'UnsupportedMediaTypeProblem',
+  'unprocessable-entity': 'UnprocessableEntityProblem',
+  'rate-limit-exceeded': 'RateLimitProblem',
+  'internal-error': 'InternalErrorProblem',
+  'service-unavailable': 'ServiceUnavailableProblem',
+};
+
+function problemSchemas(errorBase: string): Json {
+  const p = (slug: ErrorSlug, description: string, extra?: { properties?: Json; required?: string[] }) => problem(errorBase, slug, description, extra);
+  return {
+    Problem: {
+      type: 'object',
+      description: 'RFC 9457 problem document as every error of this API is sent (`application/problem+json`). `type` is `<ERROR_BASE>/errors/<slug>`, `instance` the request id (also the `X-Request-Id` header). Each slug has its own schema below, with the extra members it carries.',
+      required: ['type', 'title', 'status', 'detail', 'instance'],
+      properties: {
+        type: { type: 'string', format: 'uri' },
+        title: { type: 'string' },
+        status: { type: 'integer', minimum: 400, maximum: 599 },
+        detail: { type: 'string' },
+        instance: schema('RequestId'),
+      },
+    },
+    FieldError: {
+      type: 'object',
+      required: ['field', 'message'],
+      properties: {
+        field: { type: 'string', description: 'The member at fault: a body member (`name`, `config.signing_secret`, `filters[0].op`, `destination_ids[1]`), `body` for the body as a whole, a query parameter (`limit`, `cursor`) or the `Idempotency-Key` header.' },
+        message: { type: 'string' },
+      },
+      additionalProperties: false,
+    },
+    ValidationProblem: p('validation-error', 'A malformed request: body not valid JSON or not an object, a required member missing, a wrong type, an out-of-range `limit`, a cursor not issued by this API or issued for other filters, an `Idempotency-Key` that is not 1 to 255 printable ASCII characters. Every problem of the request is listed in `errors`.', {
+      properties: { errors: { type: 'array', minItems: 1, items: schema('FieldError') } },
+      required: ['errors'],
+    }),
+    UnauthorizedProblem: p('unauthorized', 'The `Authorization` header is missing, not `Bearer <API key>`, or the key is unknown or expired.'),
+    InsufficientScopeProblem: p('insufficient-scope', 'The API key lacks the scope the operation needs.', {
+      properties: { required_scope: { type: 'string', enum: [...SCOPES] } },
+      required: ['required_scope'],
+    }),
+    PermissionDeniedProblem: p('permission-denied', 'The key holds the scope but is limited to some resource ids, and this object is not one of them.', {
+      properties: { resource_id: { type: 'string' } },
+      required: ['resource_id'],
+    }),
+    WriteToolDisabledProblem: p('write-tool-disabled', 'The write group (the write scope) of this operation is switched off on this deployment (`DISABLED_WRITE_GROUPS`).', {
+      properties: { tool_group: { type: 'string', enum: SCOPES.filter((s) => s.startsWith('write:')) } },
+      required: ['tool_group'],
+    }),
+    NotFoundProblem: p('not-found', 'The resource does not exist, or the path names another tenant than the key\'s own (which looks exactly the same), or no route matches.'),
+    ConflictProblem: p('conflict', 'The request conflicts with the current state (a destination name already in use; an event with nothing left to retry).'),
+    IdempotencyConflictProblem: p('idempotency-conflict', 'The `Idempotency-Key` was already used by this API key with a different request (method, path or body), or a request with the same key is still running after 10 s.', {
+      properties: { idempotency_key: { type: 'string' } },
+      required: ['idempotency_key'],
+    }),
+    PayloadTooLargeProblem: p('payload-too-large', 'The request body is larger than allowed.'),
+    UnsupportedMediaTypeProblem: p('unsupported-media-type', 'The request body is not `application/json` (or `+json`), or its content encoding or charset is not supported.'),
+    UnprocessableEntityProblem: p('unprocessable-entity', 'A well-formed request with a value the API does not know, such as an unknown `status` or `level` filter.'),
+    RateLimitProblem: p('rate-limit-exceeded', 'The API key sent more requests to this route than its limit allows (`RATE_LIMITS`). The `Retry-After` header carries the same number of seconds.', {
+      properties: { retry_after_seconds: { type: 'integer', minimum: 1 } },
+      required: ['retry_after_seconds'],
+    }),
+    InternalErrorProblem: p('internal-error', 'An unexpected error (including an unreachable Kafka or ClickHouse during the request); quote `instance` when reporting it.'),
+    ServiceUnavailableProblem: p('service-unavailable', 'The service is still starting (its dependencies are not up yet), or the idempotency store (Redis) is unreachable.'),
+  };
+}
+
+const retrySchedule: Json = {
+  type: 'array',
+  minItems: 1,
+  maxItems: MAX_SCHEDULE_ATTEMPTS,
+  items: { type: 'integer', minimum: 0, maximum: MAX_SCHEDULE_WAIT_MS },
+  description: 'Waits in milliseconds before each attempt (entry i is the wait before attempt i + 1; the first is usually 0). ±10% jitter is added. `null` uses the service\'s `RETRY_SCHEDULE`.',
+  examples: [[0, 5000, 300000]],
+};
+
+const nameInput: Json = { type: 'string', minLength: 1, maxLength: MAX_ENTITY_NAME, pattern: '\\S', description: `Not blank, at most ${MAX_ENTITY_NAME} characters; stored trimmed.` };
+
+const destinationProperties: Json = {
+  id: schema('DestinationId'),
+  name: { type: 'string' },
+  url: { type: 'string', format: 'uri' },
+  status: { type: 'string', enum: ['active', 'disabled'], description: '`active` after creation; `disabled` once the receiver answered 410 Gone (see `disabled_reason`).' },
+  created_at: schema('Timestamp'),
+  updated_at: schema('Timestamp'),
+  disabled_reason: { type: ['string', 'null'] },
+  retry_schedule_ms: nullable(schema('RetrySchedule')),
+};
+const destinationRequired = ['id', 'name', 'url', 'status', 'created_at', 'updated_at', 'disabled_reason', 'retry_schedule_ms'];
+
+const attemptProperties: Json = {
+  attempt_number: { type: 'integer', minimum: 1, description: 'Number of the attempt within its delivery, from 1.' },
+  status: schema('DeliveryStatus'),
+  response_code: { type: ['integer', 'null'], minimum: 100, maximum: 599, description: 'HTTP status the destination answered; `null` when no answer came (timeout, connection error, refused by the SSRF guard).' },
+  attempted_at: schema('Timestamp'),
+  error_message: { type: 'string', description: 'Why the attempt failed; absent on success.' },
+};
+const attemptRequired = ['attempt_number', 'status', 'response_code', 'attempted_at'];
+const deliveryProperties: Json = {
+  id: { ...schema('DeliveryId'), description: 'The delivery (the `webhook-id` the destination received). Every attempt of one delivery carries the same id.' },
+  event_id: schema('EventId'),
+  destination_id: schema('DestinationId'),
+  ...attemptProperties,
+};
+const deliveryRequired = ['id', 'event_id', 'destination_id', ...attemptRequired];
+
+function filterSchemas(): Json {
+  const str = (min: 0 | 1): Json => ({ type: 'string', minLength: min, maxLength: MAX_STRING_LENGTH });
+  const list = (items: Json): Json => ({ type: 'array', minItems: 1, maxItems: MAX_VALUES, items });
+  const rule = (type: string, ops: readonly string[], members: Json): Json => ({
+    type: 'object',
+    required: ['type', 'op', ...Object.keys(members)],
+    properties: { type: { const: type }, op: ops.length === 1 ? { const: ops[0] } : { enum: [...ops] }, ...members },
+    additionalProperties: false,
+  });
+  const headerName: Json = { type: 'string', maxLength: MAX_NAME_LENGTH, pattern: HEADER_TOKEN_PATTERN, description: 'Header name, compared case-insensitively.' };
+  const bodyPath: Json = { type: 'string', minLength: 1, maxLength: MAX_NAME_LENGTH, pattern: `^[^.]+(?:\\.[^.]+){0,${MAX_PATH_SEGMENTS - 1}}$`, description: `Dotted path into the JSON body, at most ${MAX_PATH_SEGMENTS} segments, like \`data.object.currency\`.` };
+  return {
+    FilterRule: {
+      description: `One condition of an ingester's filters; all rules of the list must pass. Unknown members are refused (400). At most ${MAX_RULES} rules per ingester, nested ones included; \`any\` nests at most ${MAX_DEPTH} levels. The rule language is described in docs/filters.md.`,
+      oneOf: [schema('EventTypeRule'), schema('HeaderRule'), schema('BodyRule'), schema('AnyRule')],
+    },
+    EventTypeRule: {
+      description: 'A condition on the event type the provider reports (see the providers table).',
+      oneOf: [rule('event_type', ['in', 'not_in'], { values: list(str(1)) }), rule('event_type', ['prefix', 'glob'], { value: str(1) })],
+    },
+    HeaderRule: {
+      description: 'A condition on a request header of the webhook.',
+      oneOf: [
+        rule('header', ['equals', 'not_equals'], { name: headerName, value: str(0) }),
+        rule('header', HEADER_VALUE_OPS.filter((o) => o !== 'equals' && o !== 'not_equals'), { name: headerName, value: str(1) }),
+        rule('header', PRESENCE_OPS, { name: headerName }),
+        rule('header', ['in'], { name: headerName, values: list(str(0)) }),
+        rule('header', ['matches'], { name: headerName, pattern: { type: 'string', minLength: 1, maxLength: MAX_PATTERN_LENGTH, description: 'A JavaScript regular expression; nested quantifiers like `(a+)+` are refused.' } }),
+      ],
+    },
+    BodyRule: {
+      description: 'A condition on a member of the JSON body.',
+      oneOf: [
+        rule('body', ['equals', 'not_equals'], { path: bodyPath, value: schema('JsonScalar') }),
+        rule('body', ['in'], { path: bodyPath, values: list(schema('JsonScalar')) }),
+        rule('body', PRESENCE_OPS, { path: bodyPath }),
+      ],
+    },
+    AnyRule: {
+      type: 'object',
+      description: 'Passes when any of its rules passes.',
+      required: ['type', 'rules'],
+      properties: { type: { const: 'any' }, rules: { type: 'array', minItems: 1, maxItems: MAX_RULES, items: schema('FilterRule') } },
+      additionalProperties: false,
+    },
+    JsonScalar: { type: ['string', 'number', 'boolean', 'null'], maxLength: MAX_STRING_LENGTH },
+    Filters: { type: 'array', maxItems: MAX_RULES, items: schema('FilterRule') },
+  };
+}
+
+function ingesterSchemas(): Json {
+  const providerTable = [
+    '| provider | config |',
+    '|---|---|',
+    `| generic | \`signing_secret\` or \`signing_secrets\`; \`header\` (default x-webhook-signature), \`algorithm\` (${GENERIC_ALGORITHMS.join(', ')}), \`encoding\` (${GENERIC_ENCODINGS.join(', ')}), \`prefix\`; \`event_type_header\` or \`event_type_field\` |`,
+    `| stripe | \`signing_secret\` or \`signing_secrets\`; \`tolerance_seconds\` (default ${DEFAULT_TOLERANCE_SECONDS}) |`,
+    '| github | `signing_secret` or `signing_secrets`; `allow_sha1` |',
+    '| shopify | `signing_secret` or `signing_secrets` |',
+    `| slack | \`signing_secret\` or \`signing_secrets\`; \`tolerance_seconds\` (default ${DEFAULT_TOLERANCE_SECONDS}) |`,
+    `| standard-webhooks | \`signing_secret\` or \`signing_secrets\`, each \`whsec_\` + base64; \`tolerance_seconds\` (default ${DEFAULT_TOLERANCE_SECONDS}) |`,
+    '| none | `event_type_header` or `event_type_field` (nothing is verified) |',
+  ].join('\n');
+  const whsec: Json = { type: 'string', minLength: 1, pattern: `^(?:whsec_)?${BASE64_PATTERN}$`, not: { const: 'whsec_' } };
+  const maskedValue: Json = { type: 'string', pattern: '^\\*{4}[\\s\\S]{0,4}$' };
+  const flowOfIngester: Json = {
+    type: 'object',
+    required: ['id', 'name', 'destination_ids'],
+    properties: { id: schema('FlowId'), name: { type: 'string' }, destination_ids: { type: 'array', items: schema('DestinationId') } },
+    additionalProperties: false,
+  };
+  const createOrUpdate = (create: boolean): Json => ({
+    type: 'object',
+    description: create
+      ? 'A new ingester. `config` must satisfy the provider (every provider but `none` needs a signing secret). `destination_ids`, when not empty, creates a delivery flow named "<name> default" to those destinations. Other members are ignored.'
+      : 'An update: `name` is required; `provider`, `config` and `filters` replace the stored ones when given and are kept otherwise. A config sent back as it was shown keeps its secrets (a masked value equal to the mask of the stored one stands for the stored one). `destination_ids` replaces the destinations of the ingester\'s first delivery flow (creating one when it has none). Other members are ignored.',
+    required: create ? ['name', 'provider'] : ['name'],
+    properties: {
+      name: nameInput,
+      provider: schema('Provider'),
+      config: schema('ProviderConfig'),
+      filters: schema('Filters'),
+      destination_ids: { type: 'array', items: { type: 'string' }, description: 'Destinations of the tenant (each must exist, else 400); duplicates are dropped.' },
+    },
+    ...(create
+      ? {
+          allOf: [
+            {
+              if: { required: ['provider'], properties: { provider: { const: 'none' } } },
+              else: { required: ['config'], properties: { config: { anyOf: [{ required: ['signing_secret'] }, { required: ['signing_secrets'], properties: { signing_secrets: { minItems: 1 } } }] } } },
+            },
+            {
+              if: { required: ['provider'], properties: { provider: { const: 'standard-webhooks' } } },
+              then: { properties: { config: { properties: { signing_secret: whsec, signing_secrets: { items: whsec } } } } },
+            },
+          ],
+        }
+      : {}),
+  });
+  return {
+    Provider: { type: 'string', enum: [...PROVIDERS], description: 'How webhooks of the ingester are verified and where their event type comes from.' },
+    ProviderConfig: {
+      type: 'object',
+      description: `Provider settings, checked when written (400 with \`config.<member>\` fields). Unknown members are kept.\n\n${providerTable}`,
+      properties: {
+        signing_secret: { type: 'string', minLength: 1 },
+        signing_secrets: { type: 'array', items: { type: 'string', minLength: 1 }, description: 'Several secrets valid at once (rotation); any one matching verifies.' },
+        header: { type: 'string', minLength: 1, description: 'generic: the header carrying the signature.' },
+        algorithm: { type: 'string', enum: [...GENERIC_ALGORITHMS] },
+        encoding: { type: 'string', enum: [...GENERIC_ENCODINGS] },
+        prefix: { type: 'string', description: 'generic: text before the signature in the header, e.g. `sha256=`.' },
+        tolerance_seconds: { type: 'integer', minimum: 1, maximum: MAX_TOLERANCE_SECONDS },
+        event_type_header: { type: 'string', minLength: 1 },
+        event_type_field: { type: 'string', minLength: 1 },
+        allow_sha1: { type: 'boolean' },
+      },
+    },
+    MaskedProviderConfig: {
+      type: 'object',
+      description: 'The provider settings as the API shows them: the value of every member whose name contains secret, token, password or key (any case) is masked as `****` and its last four characters (arrays item by item); other members are shown as stored.',
+      patternProperties: { [SECRET_KEY_PATTERN]: { anyOf: [maskedValue, { type: 'array', items: maskedValue }] } },
+    },
+    IngesterCreate: createOrUpdate(true),
+    IngesterUpdate: createOrUpdate(false),
+    Ingester: {
+      type: 'object',
+      required: ['id', 'name', 'provider', 'config', 'hook_url', 'filters', 'delivery_flows', 'created_at', 'updated_at'],
+      properties: {
+        id: schema('IngesterId'),
+        name: { type: 'string' },
+        provider: schema('Provider'),
+        config: schema('MaskedProviderConfig'),
+        hook_url: { type: 'string', format: 'uri', pattern: `/v1/hooks/${ID_PREFIX.ingester}_${ULID}$`, description: 'The Hook URL senders POST webhooks to: `<PUBLIC_BASE_URL>/v1/hooks/{ingester_id}`.' },
+        filters: schema('Filters'),
+        delivery_flows: { type: 'array', items: flowOfIngester, description: 'The delivery flows of this ingester.' },
+        created_at: schema('Timestamp'),
+        updated_at: schema('Timestamp'),
+      },
+      additionalProperties: false,
+    },
+    IngesterList: listOf('ingesters', 'Ingester', 'by id (creation time), oldest first'),
+  };
+}
+
+function listOf(member: string, item: string, order: string): Json {
+  return {
+    type: 'object',
+    description: `One page, ${order}. Paged list envelope: the items under \`${member}\` and \`next_cursor\`.`,
+    required: [member, 'next_cursor'],
+    properties: { [member]: { type: 'array', items: schema(item) }, next_cursor: schema('NextCursor') },
+    additionalProperties: false,
+  };
+}
+
+function schemas(errorBase: string): Json {
+  return {
+    RequestId: { ...typedId('request', 'the request'), description: 'The request id, `req_` and a ULID: the `X-Request-Id` header of every answer and the `instance` of every problem document.' },
+    Timestamp: { type: 'string', format: 'date-time', pattern: 'Z$', description: 'ISO 8601 UTC timestamp with milliseconds.', examples: ['2026-01-02T03:04:05.678Z'] },
+    NextCursor: { type: ['string', 'null'], minLength: 1, description: 'Opaque keyset cursor of the next page (send it as `cursor` with the same filters); `null` on the last page.' },
+    DestinationId: typedId('destination', 'a destination'),
+    IngesterId: typedId('ingester', 'an ingester'),
+    FlowId: typedId('flow', 'a delivery flow'),
+    DeliveryId: typedId('delivery', 'a delivery'),
+    EventId: typedId('event', 'an event'),
+    SavedPayloadId: typedId('savedPayload', 'a saved payload'),
+    LogId: typedId('log', 'a log line'),
+    ...problemSchemas(errorBase),
+
+    RetrySchedule: retrySchedule,
+    DestinationCreate: {
+      type: 'object',
+      description: 'A new destination. Other members are ignored.',
+      required: ['name', 'url'],
+      properties: {
+        name: { ...nameInput, description: `Unique in the tenant, compared case-insensitively after trimming (409 conflict otherwise, also under concurrent creates). At most ${MAX_ENTITY_NAME} characters.` },
+        url: { type: 'string', format: 'uri', maxLength: MAX_URL_LENGTH, pattern: '^[Hh][Tt][Tt][Pp][Ss]?:', description: 'Absolute http or https URL without credentials that receives the webhooks. Addresses outside the public internet are refused at delivery time unless `DESTINATION_ALLOWED_NETWORKS` allows them.' },
+        retry_schedule_ms: nullable(schema('RetrySchedule')),
+      },
+    },
+    Destination: {
+      type: 'object',
+      description: 'A destination (target). Its signing secret is never shown after creation.',
+      required: destinationRequired,
+      properties: destinationProperties,
+      additionalProperties: false,
+    },
+    DestinationCreated: {
+      type: 'object',
+      description: 'The destination just created, with its Standard Webhooks signing secret: shown in this answer only.',
+      required: [...destinationRequired, 'signing_secret'],
+      properties: { ...destinationProperties, signing_secret: { type: 'string', pattern: `^whsec_${BASE64_PATTERN}$`, description: 'Secret of the `webhook-signature` header of every delivery (`whsec_` + base64).' } },
+      additionalProperties: false,
+    },
+    DestinationList: listOf('destinations', 'Destination', 'by id (creation time), oldest first'),
+
+    ...filterSchemas(),
+    ...ingesterSchemas(),
+
+    DeliveryFlowCreate: {
+      type: 'object',
+      description: 'A delivery flow: events of the ingester fan out to each of the destinations. Every id must exist in the tenant (400 otherwise). Other members are ignored.',
+      required: ['name', 'ingester_id', 'destination_ids'],
+      properties: {
+        name: nameInput,
+        ingester_id: { type: 'string' },
+        destination_ids: { type: 'array', items: { type: 'string' }, description: 'May be empty; duplicates are dropped.' },
+      },
+    },
+    DeliveryFlowUpdate: {
+      type: 'object',
+      description: 'An update: `name` is required; `destination_ids` replaces the destinations when given. The ingester of a flow cannot change: an `ingester_id` member is ignored. Other members are ignored.',
+      required: ['name'],
+      properties: { name: nameInput, destination_ids: { type: 'array', items: { type: 'string' } } },
+    },
+    DeliveryFlow: {
+      type: 'object',
+      required: ['id', 'name', 'ingester_id', 'destination_ids', 'created_at', 'updated_at'],
+      properties: {
+        id: schema('FlowId'),
+        name: { type: 'string' },
+        ingester_id: schema('IngesterId'),
+        destination_ids: { type: 'array', items: schema('DestinationId') },
+        created_at: schema('Timestamp'),
+        updated_at: schema('Timestamp'),
+      },
+      additionalProperties: false,
+    },
+    DeliveryFlowList: listOf('delivery_flows', 'DeliveryFlow', 'by id (creation time), oldest first'),
+
+    DeliveryStatus: { type: 'string', enum: [...DELIVERY_STATUSES], description: 'Status of an attempt: `delivered` (2xx), `retrying` (another attempt is scheduled), `failed` (final: retries exhausted, 410 Gone, refused target, or the destination is gone).' },
+    DeliveryAttemptItem: {
+      type: 'object',
+      description: 'One delivery attempt. The deliveries list has one item per attempt: `id` is the delivery and repeats for each attempt of one delivery.',
+      required: deliveryRequired,
+      properties: deliveryProperties,
+      additionalProperties: false,
+    },
+    DeliveryAttempt: { type: 'object', required: attemptRequired, properties: attemptProperties, additionalProperties: false },
+    Delivery: {
+      type: 'object',
+      description: 'One delivery: the top-level status, response code, attempt number, time and error are those of its latest attempt; `attempts` lists every attempt, oldest first.',
+      required: [...deliveryRequired, 'attempts'],
+      properties: { ...deliveryProperties, attempts: { type: 'array', minItems: 1, items: schema('DeliveryAttempt') } },
+      additionalProperties: false,
+    },
+    DeliveryList: listOf('deliveries', 'DeliveryAttemptItem', 'newest attempt first (by attempt time, then delivery id and attempt number)'),
+    RetryResult: {
+      type: 'object',
+      description: 'Every failed (dead) delivery of the event was queued again as a new delivery (new id, attempt 1) to the same destination.',
+      required: ['status', 'delivery_id', 'delivery_ids', 'message'],
+      properties: {
+        status: { const: 'queued' },
+        delivery_id: { ...schema('DeliveryId'), description: 'The first new delivery (the only one when the event went to one destination).' },
+        delivery_ids: { type: 'array', minItems: 1, items: schema('DeliveryId'), description: 'Every new delivery (an addition to the contract\'s retry result, for events routed to several destinations).' },
+        message: { type: 'string' },
+      },
+      additionalProperties: false,
+    },
+
+    SavedPayloadCreate: {
+      type: 'object',
+      description: 'A named JSON payload to keep. Other members are ignored.',
+      required: ['name', 'payload'],
+      properties: { name: nameInput, payload: { type: 'object', description: `A JSON object of at most ${MAX_PAYLOAD_BYTES} bytes as JSON text (413 beyond).` } },
+    },
+    SavedPayload: {
+      type: 'object',
+      required: ['id', 'name', 'payload', 'created_at'],
+      properties: { id: schema('SavedPayloadId'), name: { type: 'string' }, payload: { type: 'object' }, created_at: schema('Timestamp') },
+      additionalProperties: false,
+    },
+    SavedPayloadList: listOf('saved_payloads', 'SavedPayload', 'by id (creation time), oldest first'),
+
+    LogLevel: { type: 'string', enum: [...LOG_LEVELS] },
+    LogEntry: {
+      type: 'object',
+      description: 'One line of the tenant\'s pipeline log.',
+      required: ['id', 'timestamp', 'level', 'message', 'stage', 'event_id', 'delivery_id', 'destination_id', 'ingester_id', 'correlation_id', 'fields'],
+      properties: {
+        id: schema('LogId'),
+        timestamp: schema('Timestamp'),
+        level: schema('LogLevel'),
+        message: { type: 'string' },
+        stage: { type: ['string', 'null'], description: 'The pipeline stage that wrote the line.' },
+        event_id: { type: ['string', 'null'] },
+        delivery_id: { type: ['string', 'null'] },
+        destination_id: { type: ['string', 'null'] },
+        ingester_id: { type: ['string', 'null'] },
+        correlation_id: { type: ['string', 'null'] },
+        fields: { type: 'object', description: 'Every other field of the line (reason, rule, response code...).' },
+      },
+      additionalProperties: false,
+    },
+    LogList: listOf('logs', 'LogEntry', 'newest first (by time, then id)'),
+
+    HookAccepted: {
+      type: 'object',
+      description: 'Kafka acknowledged the event (acks=all) together with its `received` transition.',
+      required: ['event_id', 'correlation_id', 'status'],
+      properties: {
+        event_id: schema('EventId'),
+        correlation_id: { type: 'string', minLength: 1, maxLength: 128, description: 'From the request\'s `X-Correlation-Id`, else the trace id of its `traceparent`, else assigned (`cor_...`). Carried by every record, log line and delivery of the event.' },
+        status: { const: 'received' },
+      },
+      additionalProperties: false,
+    },
+
+    DependencyStatus: {
+      type: 'object',
+      required: ['status'],
+      properties: {
+        status: { type: 'string', enum: ['up', 'down', 'starting', 'unused'], description: '`unused`: this process runs no stage that needs the dependency.' },
+        detail: { type: 'string' },
+        latency_ms: { type: 'integer', minimum: 0 },
+      },
+      additionalProperties: false,
+    },
+    BuildInfo: {
+      type: 'object',
+      required: ['name', 'version', 'commit', 'node', 'started_at'],
+      properties: { name: { type: 'string' }, version: { type: 'string' }, commit: { type: ['string', 'null'], description: '`BUILD_COMMIT` when set.' }, node: { type: 'string' }, started_at: schema('Timestamp') },
+      additionalProperties: false,
+    },
+    Health: {
+      type: 'object',
+      required: ['status', 'build', 'uptime_seconds', 'dependencies'],
+      properties: {
+        status: { type: 'string', enum: ['ok', 'unavailable'] },
+        failing: { type: 'array', minItems: 1, items: { type: 'string', enum: [...DEPENDENCIES] }, description: 'The dependencies that are down or starting; present only when there are some.' },
+        build: schema('BuildInfo'),
+        uptime_seconds: { type: 'integer', minimum: 0 },
+        dependencies: {
+          type: 'object',
+          required: [...DEPENDENCIES],
+          properties: Object.fromEntries(DEPENDENCIES.map((d) => [d, schema('DependencyStatus')])),
+          additionalProperties: false,
+          description: '`pipeline` is this process\'s own stages and API, up once start-up has finished.',
+        },
+      },
+      additionalProperties: false,
+    },
+    OpenApiDocument: {
+      type: 'object',
+      description: 'This document.',
+      required: ['openapi', 'info', 'paths', 'components'],
+      properties: {
+        openapi: { const: '3.1.0' },
+        info: { type: 'object', required: ['title', 'version'] },
+        paths: { type: 'object' },
+        components: { type: 'object' },
+      },
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// parameters, headers, responses
+
+function parameters(): Json {
+  const pathId = (name: string, what: string, kind: keyof typeof ID_PREFIX): Json => ({
+    name,
+    in: 'path',
+    required: true,
+    description: `Id of the ${what}. Any other string (an unknown id, another tenant's id) answers 404.`,
+    schema: { type: 'string' },
+    examples: { id: { value: `${ID_PREFIX[kind]}_${EXAMPLE_ULID}` } },
+  });
+  return {
+    TenantId: { name: 'tenant_id', in: 'path', required: true, description: 'The tenant; must be the API key\'s own tenant, any other answers 404.', schema: { type: 'string', pattern: '^[a-z0-9][a-z0-9_-]{0,62}$' } },
+    DestinationId: pathId('destination_id', 'destination', 'destination'),
+    IngesterId: pathId('ingester_id', 'ingester', 'ingester'),
+    FlowId: pathId('flow_id', 'delivery flow', 'flow'),
+    DeliveryId: pathId('delivery_id', 'delivery', 'delivery'),
+    EventId: pathId('event_id', 'event', 'event'),
+    SavedPayloadId: pathId('payload_id', 'saved payload', 'savedPayload'),
+    Limit: { name: 'limit', in: 'query', required: false, description: `Items per page, an integer from 1 to ${MAX_LIMIT} (400 otherwise).`, schema: { type: 'integer', minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT } },
+    Cursor: {
+      name: 'cursor',
+      in: 'query',
+      required: false,
+      description: 'The `next_cursor` of the previous page. It is bound to the filters it was issued with: sent with other filters, or not issued by this API, it answers 400. An empty value is the first page.',
+      schema: { type: 'string' },
+    },
+    DeliveryStatus: { name: 'status', in: 'query', required: false, description: 'Only attempts with this status. An unknown value answers 422.', schema: schema('DeliveryStatus') },
+    LogLevel: { name: 'level', in: 'query', required: false, description: 'Minimum level: `warn` gives warnings and errors. An unknown value answers 422. (`debug` lines are never shipped to the log table.)', schema: schema('LogLevel') },
+    IdempotencyKey: {
+      name: 'Idempotency-Key',
+      in: 'header',
+      required: false,
+      description:
+        'Makes the write safe to retry. Keys are per tenant and API key and kept for `IDEMPOTENCY_TTL_SECONDS` (default 24 h). The first request with a key runs and its 2xx or 4xx answer (except 408, 425, 429) is stored; the same request again (same method, path and body, compared as canonical JSON) gets that answer replayed with `Idempotent-Replayed: true` and creates nothing; a different request with the key answers 409 idempotency-conflict. A concurrent request with the key waits up to 10 s for the first. A 5xx answer is not stored. Not 1 to 255 printable ASCII characters: 400.',
+      schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x20-\\x7e]+$' },
+    },
+  };
+}
+
+
+function headers(): Json {
+  const integer = (minimum: number): Json => ({ type: 'integer', minimum });
+  return {
+    'X-Request-Id': { description: 'Id of this request, also the `instance` of a problem document.', required: true, schema: schema('RequestId') },
+    RateLimit: { description: 'Rate limit of this API key and route (IETF draft syntax): `limit=<n>, remaining=<n>, reset=<seconds>`. Absent when Redis is unreachable (limits then fail open) and on answers given before the key was known (401, another tenant\'s 404).', schema: { type: 'string', pattern: '^limit=\\d+, remaining=\\d+, reset=\\d+$' } },
+    'RateLimit-Policy': { description: 'The route\'s policy: `<limit>;w=<window seconds>`.', schema: { type: 'string', pattern: '^\\d+;w=\\d+$' } },
+    'RateLimit-Limit': { description: 'Requests allowed per window.', schema: integer(1) },
+    'RateLimit-Remaining': { description: 'Requests left now.', schema: integer(0) },
+    'RateLimit-Reset': { description: 'Seconds until the bucket is full again.', schema: integer(0) },
+    'Retry-After': { description: 'Seconds to wait before trying again.', required: true, schema: integer(1) },
+    Location: { description: 'Path of the resource just created.', required: true, schema: { type: 'string', format: 'uri-reference' } },
+    'Idempotent-Replayed': { description: '`true` when this answer is the stored answer of an earlier request with the same `Idempotency-Key`.', schema: { type: 'string', const: 'true' } },
+    'WWW-Authenticate': { description: '`Bearer`, or `Bearer error="invalid_token"` for an unknown or expired key.', required: true, schema: { type: 'string', pattern: '^Bearer' } },
+    'X-Correlation-Id': { description: 'The correlation id of the event (as in the body).', required: true, schema: { type: 'string', minLength: 1 } },
+    'Cache-Control': { description: 'Health answers are never cached.', required: true, schema: { type: 'string', const: 'no-store' } },
+  };
+}
+
+const TENANT_HEADER_NAMES = ['X-Request-Id', 'RateLimit', 'RateLimit-Policy', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'Idempotent-Replayed'];
+const headerRefs = (names: string[]): Json => Object.fromEntries(names.map((n) => [n, ref('headers', n)]));
+const tenantHeaders = (...extra: string[]): Json => headerRefs([...TENANT_HEADER_NAMES, ...extra]);
+
+function problemContent(slugs: Exclude<ErrorSlug, 'method-not-allowed'>[]): Json {
+  const refs = slugs.map((s) => schema(PROBLEM_SCHEMA_OF[s]));
+  return { 'application/problem+json': { schema: refs.length === 1 ? refs[0] : { oneOf: refs } } };
+}
+
+function tenantError(description: string, slugs: Exclude<ErrorSlug, 'method-not-allowed'>[], extraHeaders: string[] = []): Json {
+  return { description, headers: tenantHeaders(...extraHeaders), content: problemContent(slugs) };
+}
+
+function responses(): Json {
+  return {
+    BadRequest: tenantError('validation-error: the request is malformed (see `errors`). A request body that is not valid JSON answers this on every route, whatever the method.', ['validation-error']),
+    Unauthorized: { description: 'unauthorized: the API key is missing, malformed, unknown or expired.', headers: headerRefs(['X-Request-Id', 'WWW-Authenticate']), content: problemContent(['unauthorized']) },
+    ForbiddenRead: tenantError('insufficient-scope: the key lacks the scope in `required_scope`.', ['insufficient-scope']),
+    ForbiddenReadResource: tenantError('insufficient-scope: the key lacks the scope; or permission-denied: the key is limited to other resource ids (`resource_id`).', ['insufficient-scope', 'permission-denied']),
+    ForbiddenWrite: tenantError('insufficient-scope: the key lacks the scope; or write-tool-disabled: the write group (`tool_group`) is switched off on this deployment.', ['insufficient-scope', 'write-tool-disabled']),
+    ForbiddenWriteResource: tenantError('insufficient-scope, write-tool-disabled, or permission-denied: the key is limited to resource ids that do not include one this write touches (`resource_id`).', ['insufficient-scope', 'write-tool-disabled', 'permission-denied']),
+    NotFound: tenantError('not-found: the tenant in the path is not the key\'s own (indistinguishable from one that does not exist), or the resource does not exist.', ['not-found']),
+    IdempotencyConflict: tenantError('idempotency-conflict: the `Idempotency-Key` was used with a different request (`idempotency_key`).', ['idempotency-conflict']),
+    PayloadTooLarge: tenantError(`payload-too-large: the request body is larger than ${MAX_JSON_BODY}.`, ['payload-too-large']),
+    UnsupportedMediaType: tenantError('unsupported-media-type: a request body (on any method) that is not `application/json` or `*+json`, or in an unsupported encoding or charset.', ['unsupported-media-type']),
+    UnprocessableEntity: tenantError('unprocessable-entity: a query value the API does not know.', ['unprocessable-entity']),
+    TooManyRequests: tenantError('rate-limit-exceeded: over the rate limit of this API key and route; `Retry-After` and `retry_after_seconds` say when to try again. Never stored as the answer to an `Idempotency-Key`.', ['rate-limit-exceeded'], ['Retry-After']),
+    InternalError: tenantError('internal-error: an unexpected error, e.g. Kafka or ClickHouse failing during the request.', ['internal-error']),
+    ServiceUnavailable: tenantError('service-unavailable: the service is starting, or the idempotency store is unreachable.', ['service-unavailable']),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// operations
+
+type Forbidden = 'ForbiddenRead' | 'ForbiddenReadResource' | 'ForbiddenWrite' | 'ForbiddenWriteResource';
+
+interface TenantOperation {
+  operationId: string;
+  summary: string;
+  description: string;
+  tag: string;
+  scope: Scope;
+  /** Route key of RATE_LIMITS, e.g. `GET /v1/tenants/:tenantId/destinations/:id`. */
+  rateLimitRoute: string;
+  parameters?: Json[];
+  requestBody?: Json;
+  success: Record<string, Json>;
+  forbidden: Forbidden;
+  /** 404 beyond another tenant's path: the resource itself. */
+  notFound?: string;
+  conflict?: 'IdempotencyConflict' | { description: string };
+  unprocessable?: string;
+  tooLarge?: string;
+}
+
+function tenantOperation(o: TenantOperation): Json {
+  const write = o.scope.startsWith('write:');
+  const responses: Json = { ...o.success };
+  responses['400'] = ref('responses', 'BadRequest');
+  responses['401'] = ref('responses', 'Unauthorized');
+  responses['403'] = ref('responses', o.forbidden);
+  responses['404'] = o.notFound ? { ...tenantError(`not-found: ${o.notFound}, or the tenant in the path is not the key's own.`, ['not-found']) } : ref('responses', 'NotFound');
+  if (o.conflict === 'IdempotencyConflict') responses['409'] = ref('responses', 'IdempotencyConflict');
+  else if (o.conflict) responses['409'] = tenantError(`conflict: ${o.conflict.description}; or idempotency-conflict: the \`Idempotency-Key\` was used with a different request.`, ['conflict', 'idempotency-conflict']);
+  responses['413'] = o.tooLarge ? tenantError(`payload-too-large: ${o.tooLarge}`, ['payload-too-large']) : ref('responses', 'PayloadTooLarge');
+  responses['415'] = ref('responses', 'UnsupportedMediaType');
+  if (o.unprocessable) responses['422'] = tenantError(`unprocessable-entity: ${o.unprocessable}`, ['unprocessable-entity']);
+  responses['429'] = ref('responses', 'TooManyRequests');
+  responses['500'] = ref('responses', 'InternalError');
+  responses['503'] = ref('responses', 'ServiceUnavailable');
+  return {
+    operationId: o.operationId,
+    summary: o.summary,
+    description: o.description,
+    tags: [o.tag],
+    security: [{ bearerAuth: [o.scope] }],
+    'x-required-scope': o.scope,
+    'x-rate-limit-route': o.rateLimitRoute,
+    ...(o.parameters || write ? { parameters: [...(o.parameters ?? []), ...(write ? [ref('parameters', 'IdempotencyKey')] : [])] } : {}),
+    ...(o.requestBody ? { requestBody: o.requestBody } : {}),
+    responses,
+  };
+}
+
+const jsonBody = (name: string, description: string): Json => ({
+  required: true,
+  description: `${description} Sent as \`application/json\` (or any \`*+json\` type); at most ${MAX_JSON_BODY}.`,
+  content: { 'application/json': { schema: schema(name) } },
+});
+const ok = (description: string, schemaName: string): Json => ({ description, headers: tenantHeaders(), content: { 'application/json': { schema: schema(schemaName) } } });
+const created = (description: string, schemaName: string): Json => ({ description, headers: tenantHeaders('Location'), content: { 'application/json': { schema: schema(schemaName) } } });
+const noContent = (description: string): Json => ({ description, headers: tenantHeaders() });
+const listParams = [ref('parameters', 'Limit'), ref('parameters', 'Cursor')];
+const T = '/v1/tenants/:tenantId';
+
+function tenantPaths(): Json {
+  const P = '/v1/tenants/{tenant_id}';
+  const tenant = ref('parameters', 'TenantId');
+  const idParam = (name: string) => ref('parameters', name);
+  const pagingNote = `Paged: \`limit\` 1 to ${MAX_LIMIT} (default ${DEFAULT_LIMIT}), \`next_cursor\` of the answer as \`cursor\` for the next page; items created meanwhile appear on a later page, none twice.`;
+  const resourceNote = 'A key limited to resource ids lists only those.';
+  return {
+    [`${P}/destinations`]: {
+      parameters: [tenant],
+      get: tenantOperation({
+        operationId: 'listDestinations', summary: 'List destinations', tag: 'Destinations', scope: 'read:destinations', rateLimitRoute: `GET ${T}/destinations`,
+        description: `The tenant's destinations, oldest first. ${pagingNote} ${resourceNote}`,
+        parameters: listParams, success: { '200': ok('One page of destinations.', 'DestinationList') }, forbidden: 'ForbiddenRead',
+      }),
+      post: tenantOperation({
+        operationId: 'createDestination', summary: 'Create a destination', tag: 'Destinations', scope: 'write:destinations', rateLimitRoute: `POST ${T}/destinations`,
+        description: 'Creates a destination with a new Standard Webhooks signing secret, shown in this answer only.',
+        requestBody: jsonBody('DestinationCreate', 'The destination.'),
+        success: { '201': created('The destination, with its signing secret.', 'DestinationCreated') }, forbidden: 'ForbiddenWrite',
+        conflict: { description: 'a destination with this name (case-insensitive) exists in the tenant' },
+      }),
+    },
+    [`${P}/destinations/{destination_id}`]: {
+      parameters: [tenant, idParam('DestinationId')],
+      get: tenantOperation({
+        operationId: 'getDestination', summary: 'Get a destination', tag: 'Destinations', scope: 'read:destinations', rateLimitRoute: `GET ${T}/destinations/:id`,
+        description: 'One destination, without its signing secret.', success: { '200': ok('The destination.', 'Destination') }, forbidden: 'ForbiddenReadResource', notFound: 'no such destination',
+      }),
+      delete: tenantOperation({
+        operationId: 'deleteDestination', summary: 'Delete a destination', tag: 'Destinations', scope: 'write:destinations', rateLimitRoute: `DELETE ${T}/destinations/:id`,
+        description: 'Deletes the destination, frees its name and takes it out of every delivery flow; its pending deliveries fail.',
+        success: { '204': noContent('Deleted.') }, forbidden: 'ForbiddenWriteResource', notFound: 'no such destination', conflict: 'IdempotencyConflict',
+      }),
+    },
+    [`${P}/ingesters`]: {
+      parameters: [tenant],
+      description: 'Other methods on this path answer 405 method-not-allowed (the other collections answer 404).',
+      get: tenantOperation({
+        operationId: 'listIngesters', summary: 'List ingesters', tag: 'Ingesters', scope: 'read:ingesters', rateLimitRoute: `GET ${T}/ingesters`,
+        description: `The tenant's ingesters (endpoints), oldest first, each with its Hook URL, masked config and delivery flows. ${pagingNote} ${resourceNote}`,
+        parameters: listParams, success: { '200': ok('One page of ingesters.', 'IngesterList') }, forbidden: 'ForbiddenRead',
+      }),
+      post: tenantOperation({
+        operationId: 'createIngester', summary: 'Create an ingester', tag: 'Ingesters', scope: 'write:ingesters', rateLimitRoute: `POST ${T}/ingesters`,
+        description: 'Creates an ingester (endpoint) and, with `destination_ids`, a delivery flow to those destinations. The answer carries the Hook URL and the config with every secret masked. Config, filters and destination ids are all checked; every problem is listed in one 400.',
+        requestBody: jsonBody('IngesterCreate', 'The ingester.'),
+        success: { '201': created('The ingester.', 'Ingester') }, forbidden: 'ForbiddenWriteResource', conflict: 'IdempotencyConflict',
+      }),
+    },
+    [`${P}/ingesters/{ingester_id}`]: {
+      parameters: [tenant, idParam('IngesterId')],
+      get: tenantOperation({
+        operationId: 'getIngester', summary: 'Get an ingester', tag: 'Ingesters', scope: 'read:ingesters', rateLimitRoute: `GET ${T}/ingesters/:id`,
+        description: 'One ingester with its Hook URL, masked config and delivery flows.', success: { '200': ok('The ingester.', 'Ingester') }, forbidden: 'ForbiddenReadResource', notFound: 'no such ingester',
+      }),
+      put: tenantOperation({
+        operationId: 'updateIngester', summary: 'Update an ingester', tag: 'Ingesters', scope: 'write:ingesters', rateLimitRoute: `PUT ${T}/ingesters/:id`,
+        description: '`name` is required; `provider`, `config` and `filters` replace the stored ones when given. A masked secret sent back unchanged keeps the stored secret, so GET-then-PUT is safe. `destination_ids` replaces the destinations of the first delivery flow (creating one when there is none).',
+        requestBody: jsonBody('IngesterUpdate', 'The update.'),
+        success: { '200': ok('The updated ingester.', 'Ingester') }, forbidden: 'ForbiddenWriteResource', notFound: 'no such ingester', conflict: 'IdempotencyConflict',
+      }),
+      delete: tenantOperation({
+        operationId: 'deleteIngester', summary: 'Delete an ingester', tag: 'Ingesters', scope: 'write:ingesters', rateLimitRoute: `DELETE ${T}/ingesters/:id`,
+        description: 'Deletes the ingester and its delivery flows; its Hook URL answers 404 from then on.',
+        success: { '204': noContent('Deleted.') }, forbidden: 'ForbiddenWriteResource', notFound: 'no such ingester', conflict: 'IdempotencyConflict',
+      }),
+    },
+    [`${P}/delivery-flows`]: {
+      parameters: [tenant],
+      get: tenantOperation({
+        operationId: 'listDeliveryFlows', summary: 'List delivery flows', tag: 'Delivery flows', scope: 'read:flows', rateLimitRoute: `GET ${T}/delivery-flows`,
+        description: `The tenant's delivery flows, oldest first. ${pagingNote} ${resourceNote}`,
+        parameters: listParams, success: { '200': ok('One page of delivery flows.', 'DeliveryFlowList') }, forbidden: 'ForbiddenRead',
+      }),
+      post: tenantOperation({
+        operationId: 'createDeliveryFlow', summary: 'Create a delivery flow', tag: 'Delivery flows', scope: 'write:flows', rateLimitRoute: `POST ${T}/delivery-flows`,
+        description: 'Connects an ingester to destinations: each event of the ingester fans out to one delivery per destination of each of its flows.',
+        requestBody: jsonBody('DeliveryFlowCreate', 'The flow.'),
+        success: { '201': created('The delivery flow.', 'DeliveryFlow') }, forbidden: 'ForbiddenWriteResource', conflict: 'IdempotencyConflict',
+      }),
+    },
+    [`${P}/delivery-flows/{flow_id}`]: {
+      parameters: [tenant, idParam('FlowId')],
+      get: tenantOperation({
+        operationId: 'getDeliveryFlow', summary: 'Get a delivery flow', tag: 'Delivery flows', scope: 'read:flows', rateLimitRoute: `GET ${T}/delivery-flows/:id`,
+        description: 'One delivery flow.', success: { '200': ok('The delivery flow.', 'DeliveryFlow') }, forbidden: 'ForbiddenReadResource', notFound: 'no such delivery flow',
+      }),
+      put: tenantOperation({
+        operationId: 'updateDeliveryFlow', summary: 'Update a delivery flow', tag: 'Delivery flows', scope: 'write:flows', rateLimitRoute: `PUT ${T}/delivery-flows/:id`,
+        description: 'Renames the flow and, with `destination_ids`, replaces its destinations. Its ingester stays.',
+        requestBody: jsonBody('DeliveryFlowUpdate', 'The update.'),
+        success: { '200': ok('The updated delivery flow.', 'DeliveryFlow') }, forbidden: 'ForbiddenWriteResource', notFound: 'no such delivery flow', conflict: 'IdempotencyConflict',
+      }),
+      delete: tenantOperation({
+        operationId: 'deleteDeliveryFlow', summary: 'Delete a delivery flow', tag: 'Delivery flows', scope: 'write:flows', rateLimitRoute: `DELETE ${T}/delivery-flows/:id`,
+        description: 'Deletes the flow; events of its ingester no longer go to its destinations.',
+        success: { '204': noContent('Deleted.') }, forbidden: 'ForbiddenWriteResource', notFound: 'no such delivery flow', conflict: 'IdempotencyConflict',
+      }),
+    },
+    [`${P}/deliveries`]: {
+      parameters: [tenant],
+      get: tenantOperation({
+        operationId: 'listDeliveries', summary: 'List delivery attempts', tag: 'Deliveries', scope: 'read:deliveries', rateLimitRoute: `GET ${T}/deliveries`,
+        description: `Delivery attempts as recorded in ClickHouse, one item per attempt (a delivery retried three times is three items with the same \`id\`), newest first. ${pagingNote} The cursor is a keyset position (time, delivery id, attempt number), stable while attempts are being added. A key limited to resource ids sees only attempts to those destinations.`,
+        parameters: [ref('parameters', 'DeliveryStatus'), ...listParams],
+        success: { '200': ok('One page of delivery attempts.', 'DeliveryList') }, forbidden: 'ForbiddenRead',
+        unprocessable: '`status` is not one of delivered, retrying, failed.',
+      }),
+    },
+    [`${P}/deliveries/{delivery_id}`]: {
+      parameters: [tenant, idParam('DeliveryId')],
+      get: tenantOperation({
+        operationId: 'getDelivery', summary: 'Get a delivery with its attempts', tag: 'Deliveries', scope: 'read:deliveries', rateLimitRoute: `GET ${T}/deliveries/:id`,
+        description: 'One delivery: its latest attempt\'s status and outcome at the top level, every attempt (oldest first) in `attempts`.',
+        success: { '200': ok('The delivery.', 'Delivery') }, forbidden: 'ForbiddenReadResource', notFound: 'no attempt of this delivery is recorded',
+      }),
+    },
+    [`${P}/events/{event_id}/retry`]: {
+      parameters: [tenant, idParam('EventId')],
+      post: tenantOperation({
+        operationId: 'retryEvent', summary: 'Retry the failed deliveries of an event', tag: 'Events', scope: 'write:events', rateLimitRoute: `POST ${T}/events/:id/retry`,
+        description: 'Every dead delivery of the event (its latest attempt `failed`) to a destination that is still active becomes a new delivery (new id, attempt 1, the original bytes) to the same destination, each dead delivery once (also across the CLI\'s `dlq replay`). No body is needed; one sent is ignored.',
+        success: { '202': ok('Queued.', 'RetryResult') }, forbidden: 'ForbiddenWriteResource', notFound: 'no such event',
+        conflict: { description: 'nothing is left to retry (no failed delivery, every one already retried, or their destinations are disabled or deleted)' },
+      }),
+    },
+    [`${P}/saved-payloads`]: {
+      parameters: [tenant],
+      get: tenantOperation({
+        operationId: 'listSavedPayloads', summary: 'List saved payloads', tag: 'Saved payloads', scope: 'read:payloads', rateLimitRoute: `GET ${T}/saved-payloads`,
+        description: `The tenant's saved payloads, oldest first. ${pagingNote}`,
+        parameters: listParams, success: { '200': ok('One page of saved payloads.', 'SavedPayloadList') }, forbidden: 'ForbiddenRead',
+      }),
+      post: tenantOperation({
+        operationId: 'createSavedPayload', summary: 'Save a payload', tag: 'Saved payloads', scope: 'write:payloads', rateLimitRoute: `POST ${T}/saved-payloads`,
+        description: 'Keeps a named JSON object, e.g. to send test events.',
+        requestBody: jsonBody('SavedPayloadCreate', 'The payload.'),
+        success: { '201': created('The saved payload.', 'SavedPayload') }, forbidden: 'ForbiddenWrite', conflict: 'IdempotencyConflict',
+        tooLarge: `the request body is larger than ${MAX_JSON_BODY}, or \`payload\` is larger than ${MAX_PAYLOAD_BYTES} bytes of JSON.`,
+      }),
+    },
+    [`${P}/saved-payloads/{payload_id}`]: {
+      parameters: [tenant, idParam('SavedPayloadId')],
+      get: tenantOperation({
+        operationId: 'getSavedPayload', summary: 'Get a saved payload', tag: 'Saved payloads', scope: 'read:payloads', rateLimitRoute: `GET ${T}/saved-payloads/:id`,
+        description: 'One saved payload.', success: { '200': ok('The saved payload.', 'SavedPayload') }, forbidden: 'ForbiddenReadResource', notFound: 'no such saved payload',
+      }),
+    },
+    [`${P}/logs`]: {
+      parameters: [tenant],
+      get: tenantOperation({
+        operationId: 'listLogs', summary: 'Read the pipeline log', tag: 'Logs', scope: 'read:logs', rateLimitRoute: `GET ${T}/logs`,
+        description: `The tenant's pipeline log lines (verification failures, filter drops, delivery outcomes...), newest first. \`level\` is a minimum level, not an exact match. ${pagingNote} The cursor is a keyset position (time, id), stable while lines are being added.`,
+        parameters: [ref('parameters', 'LogLevel'), ...listParams],
+        success: { '200': ok('One page of log lines.', 'LogList') }, forbidden: 'ForbiddenRead',
+        unprocessable: '`level` is not one of debug, info, warn, error.',
+      }),
+    },
+  };
+}
+
+function publicPaths(): Json {
+  const problemResponse = (description: string, slug: Exclude<ErrorSlug, 'method-not-allowed'>): Json => ({ description, headers: headerRefs(['X-Request-Id']), content: problemContent([slug]) });
+  return {
+    '/v1/mcp/health': {
+      get: {
+        operationId: 'getHealth',
+        summary: 'Service health',
+        description: 'Live checks of Kafka, the schema registry, Redis, ClickHouse and this process\'s pipeline, with build and version metadata. No authentication.',
+        tags: ['Health'],
+        security: [],
+        responses: {
+          '200': { description: 'Every dependency is up (or unused by this process).', headers: headerRefs(['X-Request-Id', 'Cache-Control']), content: { 'application/json': { schema: { allOf: [schema('Health'), { properties: { status: { const: 'ok' } }, not: { required: ['failing'] } }] } } } },
+          '503': { description: 'Some dependency is down or still starting; `failing` names them.', headers: headerRefs(['X-Request-Id', 'Cache-Control']), content: { 'application/json': { schema: { allOf: [schema('Health'), { properties: { status: { const: 'unavailable' } }, required: ['failing'] }] } } } },
+          '500': problemResponse('internal-error: the health check itself failed.', 'internal-error'),
+        },
+      },
+    },
+    '/v1/hooks/{ingester_id}': {
+      post: {
+        operationId: 'receiveWebhook',
+        summary: 'Hook URL: receive a webhook',
+        description: 'Where senders POST webhooks for one ingester. No bearer authentication: the ingester\'s provider signature is checked afterwards by the validate stage (a webhook that fails verification is still accepted here, then moves to `failed`). The body is taken as raw bytes of any content type (up to `INGEST_MAX_BODY_BYTES`, default 1 MiB) and travels unchanged, with method, query, headers and source address, so provider signatures stay verifiable. The answer comes only once Kafka has acknowledged the event (acks=all) with its `received` transition. Not rate-limited, no `Idempotency-Key`.',
+        tags: ['Hooks'],
+        security: [],
+        parameters: [
+          { name: 'ingester_id', in: 'path', required: true, description: 'The ingester (its `hook_url`).', schema: { type: 'string' }, examples: { id: { value: `${ID_PREFIX.ingester}_${EXAMPLE_ULID}` } } },
+          { name: 'X-Correlation-Id', in: 'header', required: false, description: 'Correlation id to carry (1 to 128 visible ASCII characters); else the trace id of `traceparent`, else one is assigned.', schema: { type: 'string' } },
+        ],
+        requestBody: { required: false, description: 'Any bytes, any content type (gzip, deflate and br encodings are decoded).', content: { '*/*': { schema: {} } } },
+        responses: {
+          '202': { description: 'Accepted: Kafka has the event.', headers: headerRefs(['X-Request-Id', 'X-Correlation-Id']), content: { 'application/json': { schema: schema('HookAccepted') } } },
+          '400': { description: 'validation-error: the body could not be read (e.g. a corrupt compressed body).', headers: headerRefs(['X-Request-Id']), content: problemContent(['validation-error']) },
+          '404': problemResponse('not-found: no such ingester (also after it was deleted).', 'not-found'),
+          '413': problemResponse('payload-too-large: the body is larger than `INGEST_MAX_BODY_BYTES`.', 'payload-too-large'),
+          '415': problemResponse('unsupported-media-type: an unsupported `Content-Encoding`.', 'unsupported-media-type'),
+          '500': problemResponse('internal-error: an unexpected failure; the sender should retry.', 'internal-error'),
+          '503': problemResponse('service-unavailable: the service is starting, or Kafka did not acknowledge the event; nothing was accepted and the sender should retry.', 'service-unavailable'),
+        },
+      },
+    },
+    '/v1/openapi.json': {
+      get: {
+        operationId: 'getOpenApiDocument',
+        summary: 'This OpenAPI document',
+        description: 'The OpenAPI 3.1 description of this API. No authentication.',
+        tags: ['Meta'],
+        security: [],
+        responses: {
+          '200': { description: 'The document.', headers: headerRefs(['X-Request-Id']), content: { 'application/json': { schema: schema('OpenApiDocument') } } },
+          '500': problemResponse('internal-error.', 'internal-error'),
+        },
+      },
+    },
+  };
+}
+
+const API_DESCRIPTION = `Webhook ingestion and delivery on Apache Kafka. Webhooks enter at per-ingester Hook URLs, pass verification, filters and delivery flows, and are delivered to destinations with Standard Webhooks signatures and retries.
+
+**Authentication.** Every \`/v1/tenants/{tenant_id}/...\` call carries \`Authorization: Bearer <API key>\` (a tenant API key, \`hlk_...\`). Each operation names the scope it needs in \`x-required-scope\` (and in its \`security\` requirement); a key without it gets 403 insufficient-scope. A key sees only its own tenant: another tenant's path answers 404. A key may be limited to some resource ids: lists then show only those (destinations, ingesters, flows, deliveries by destination) and other objects answer 403 permission-denied. Write groups (write scopes) can be switched off per deployment (\`DISABLED_WRITE_GROUPS\`): 403 write-tool-disabled.
+
+**Order of checks** on tenant routes: service ready (503), authentication (401), tenant (404), rate limit (429), JSON body (415, 413, 400), Idempotency-Key (400, 409, 503), scope and write group (403), then the operation's own checks.
+
+**Errors** are RFC 9457 problem documents (\`application/problem+json\`) with \`type\` \`<ERROR_BASE>/errors/<slug>\`, \`title\`, \`status\`, \`detail\`, \`instance\` (the request id, also sent as \`X-Request-Id\`), and the extra members of their type. 400 validation-error lists every problem in \`errors\` ([{field, message}]); an unknown value of a query filter (\`status\`, \`level\`) is 422.
+
+**Lists** answer an envelope: the items under a resource-named member (\`destinations\`, \`ingesters\`, \`delivery_flows\`, \`deliveries\`, \`saved_payloads\`, \`logs\`) and \`next_cursor\` (an opaque string, \`null\` on the last page). \`limit\` is 1 to ${MAX_LIMIT} (default ${DEFAULT_LIMIT}). A cursor is bound to the filters it was issued with. Configuration lists are in creation order; deliveries and logs newest first. Deliveries list one item per attempt.
+
+**Idempotency.** Every write (POST, PUT, DELETE) takes an optional \`Idempotency-Key\` header; see the parameter.
+
+**Rate limits** apply per API key and route (\`RATE_LIMITS\`; each operation's route key is in \`x-rate-limit-route\`). Answers carry \`RateLimit\`, \`RateLimit-Policy\`, \`RateLimit-Limit\`, \`RateLimit-Remaining\` and \`RateLimit-Reset\`; over the limit: 429 with \`Retry-After\` and \`retry_after_seconds\`. When Redis is unreachable, limits fail open and the headers are absent.
+
+**Request bodies** of tenant routes are JSON only (\`application/json\` or \`*+json\`, at most ${MAX_JSON_BODY}); members the API does not know are ignored.
+
+**Not implemented yet** (in the interface contract): the delivery evidence route \`GET /v1/tenants/{tenant_id}/evidence/{delivery_id}\` and the evidence surface under \`/v1/mcp/\` beyond health.`;
+
+/** The OpenAPI 3.1 document of the API; `errorBase` is the base of the problem type URIs (ERROR_BASE). */
+export function openApiDocument(options: { errorBase: string; serverUrl?: string }): Record<string, unknown> {
+  const { errorBase } = options;
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'hookline API',
+      version: packageJson.version,
+      description: API_DESCRIPTION,
+      license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
+    },
+    ...(options.serverUrl ? { servers: [{ url: options.serverUrl.replace(/\/+$/, '') }] } : {}),
+    tags: [
+      { name: 'Health', description: 'Service health and build metadata.' },
+      { name: 'Hooks', description: 'Hook URLs where webhooks arrive.' },
+      { name: 'Destinations', description: 'Targets: the receivers webhooks are delivered to.' },
+      { name: 'Ingesters', description: 'Endpoints: where webhooks enter, with their provider verification and filters.' },
+      { name: 'Delivery flows', description: 'Routing from ingesters to destinations.' },
+      { name: 'Deliveries', description: 'Delivery attempts as recorded.' },
+      { name: 'Events', description: 'Operations on received events.' },
+      { name: 'Saved payloads', description: 'Named JSON payloads a tenant keeps.' },
+      { name: 'Logs', description: 'The tenant\'s pipeline log.' },
+      { name: 'Meta', description: 'This document.' },
+    ],
+    paths: { ...publicPaths(), ...tenantPaths() },
+    components: {
+      schemas: schemas(errorBase),
+      responses: responses(),
+      parameters: parameters(),
+      headers: headers(),
+      securitySchemes: {
+        bearerAuth: {
+          type: 'http',
+          scheme: 'bearer',
+          bearerFormat: 'hlk_<ulid>_<secret>',
+          description: `A tenant API key (\`npm run cli -- keys create\`). Scopes: ${SCOPES.map((s) => `\`${s}\``).join(', ')}. The scopes an operation lists in its security requirement are the ones the key must hold.`,
+        },
+      },
+    },
+  };
+}
