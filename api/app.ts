@@ -40,7 +40,8 @@ export interface ApiServices {
 }
 
 export interface ApiOptions {
-  errorBase: string;
+  /** Base of problem type URIs; a function, since it may name the port bound at start. */
+  errorBase: () => string;
   log: Logger;
   probe: HealthProbe;
   build: BuildInfo;
@@ -55,6 +56,23 @@ function requestId(_req: Request, res: Response, next: NextFunction): void {
   next();
 }
 
+/** Deepest JSON nesting a request body may have; deeper bodies would only exhaust the stack. */
+export const MAX_JSON_DEPTH = 64;
+
+/** Nesting depth of a parsed JSON value, walked without recursion. */
+export function jsonDepth(value: unknown): number {
+  let max = 0;
+  const stack: [unknown, number][] = [[value, 1]];
+  while (stack.length > 0) {
+    const [v, d] = stack.pop()!;
+    if (typeof v !== 'object' || v === null) continue;
+    if (d > max) max = d;
+    if (max > MAX_JSON_DEPTH) return max;
+    for (const child of Object.values(v as Record<string, unknown>)) stack.push([child, d + 1]);
+  }
+  return max;
+}
+
 /** JSON bodies only, and only as application/json (or +json). */
 function jsonBody(): express.RequestHandler {
   const parse = express.json({ limit: '1mb', strict: false, type: () => true });
@@ -65,7 +83,13 @@ function jsonBody(): express.RequestHandler {
     if (type !== 'application/json' && !type.endsWith('+json')) {
       return next(new AppError('unsupported-media-type', 'send the request body as application/json'));
     }
-    return parse(req, res, next);
+    return parse(req, res, (err?: unknown) => {
+      if (err) return next(err);
+      if (jsonDepth(req.body) > MAX_JSON_DEPTH) {
+        return next(new AppError('validation-error', `the body nests deeper than ${MAX_JSON_DEPTH} levels`, { errors: [{ field: 'body', message: `nests deeper than ${MAX_JSON_DEPTH} levels` }] }));
+      }
+      return next();
+    });
   };
 }
 
@@ -88,7 +112,7 @@ export function createApp(options: ApiOptions): Express {
   };
 
   app.get('/v1/openapi.json', (_req, res) => {
-    res.json(openApiDocument({ errorBase: options.errorBase }));
+    res.json(openApiDocument({ errorBase: options.errorBase() }));
   });
 
   app.use((req, res, next) => {

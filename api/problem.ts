@@ -3,7 +3,7 @@ import { AppError, TITLE_OF, type ErrorSlug } from '../core/errors';
 import { errorMessage, type Logger } from '../core/log';
 
 /** Maps every error to an RFC 9457 problem document; the one place that does so. */
-export function problemHandler(errorBase: string, log: Logger) {
+export function problemHandler(errorBase: string | (() => string), log: Logger) {
   return (err: unknown, req: Request, res: Response, _next: NextFunction): void => {
     const requestId = String(res.getHeader('x-request-id') ?? '');
     const appError = toAppError(err);
@@ -20,7 +20,7 @@ export function problemHandler(errorBase: string, log: Logger) {
     res
       .status(appError.status)
       .type('application/problem+json')
-      .send(JSON.stringify(problemBody(errorBase, appError.slug, appError.message, requestId, appError.extra)));
+      .send(JSON.stringify(problemBody(typeof errorBase === 'function' ? errorBase() : errorBase, appError.slug, appError.message, requestId, appError.extra)));
   };
 }
 
@@ -51,6 +51,10 @@ function toAppError(err: unknown): AppError {
     if (e.type === 'entity.parse.failed') return new AppError('validation-error', 'the request body is not valid JSON', { errors: [{ field: 'body', message: 'invalid JSON' }] });
     if (e.type === 'encoding.unsupported' || e.type === 'charset.unsupported') return new AppError('unsupported-media-type', 'the request body encoding is not supported');
     const status = e.status ?? e.statusCode;
+    // a path segment that is not valid percent-encoding (the router's decodeURIComponent)
+    if (err instanceof URIError || (status === 400 && !e.expose && e.type === undefined)) {
+      return new AppError('validation-error', 'the request path is not valid percent-encoding', { errors: [{ field: 'path', message: 'is not valid percent-encoding' }] });
+    }
     if (e.expose && status === 400) return new AppError('validation-error', 'the request is malformed', { errors: [{ field: 'body', message: errorMessage(err) }] });
   }
   return new AppError('internal-error', 'an unexpected error occurred; quote the instance when reporting it');

@@ -8,6 +8,7 @@ import { createApp, type ApiServices } from '../api/app';
 import type { BuildInfo } from '../api/routes/health';
 import type { Config, StageName } from '../core/config';
 import { Logger, errorMessage } from '../core/log';
+import { newId } from '../core/ids';
 import { SCOPES } from '../core/scopes';
 import { topicNames, type Topics } from '../core/topics';
 import { startLocalInfrastructure, writeRunFile, removeRunFile, type LocalInfrastructure } from '../infra/local';
@@ -80,9 +81,12 @@ export async function startService(config: Config, log = new Logger(config.logLe
 
   try {
     let url: string | undefined;
+    // a port of 0 is never public: without PUBLIC_BASE_URL/ERROR_BASE the bound port is used
+    const resolvePort = (base: string) => (base.endsWith(':0') && url ? `${base.slice(0, -2)}:${new URL(url).port}` : base);
+    const errorBase = () => resolvePort(config.errorBase);
     if (config.stages.includes('api')) {
       const app = createApp({
-        errorBase: config.errorBase,
+        errorBase,
         log,
         probe: healthProbe(connections),
         build: buildInfo(),
@@ -90,6 +94,14 @@ export async function startService(config: Config, log = new Logger(config.logLe
         extraRouters: () => ingest,
       });
       const server = http.createServer({ keepAliveTimeout: 65_000 }, app);
+      server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+        // requests Node's parser refuses (unknown method, bad header) still get a problem document
+        if (!socket.writable) return socket.destroy();
+        const status = 400;
+        const requestId = newId('request');
+        const body = JSON.stringify({ type: `${errorBase()}/errors/validation-error`, title: 'Validation error', status, detail: 'the request could not be parsed as HTTP', instance: requestId, errors: [{ field: 'request', message: 'is not valid HTTP' }] });
+        socket.end(`HTTP/1.1 ${status} Bad Request\r\nContent-Type: application/problem+json\r\nX-Request-Id: ${requestId}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+      });
       await new Promise<void>((resolve, reject) => {
         server.once('error', reject);
         server.listen(config.port, config.host, () => resolve());
@@ -214,8 +226,7 @@ export async function startService(config: Config, log = new Logger(config.logLe
 
     ingest = ingestRouter({ topics, config: store, codec, producer: new BatchingProducer(producer, { lingerMs: config.ingestLingerMs }), maxBodyBytes: config.ingestMaxBodyBytes, log });
     if (clickhouse) services = { store, clickhouse, clickhouseDatabase: config.clickhouseDatabase, claims: new RedisNameClaims(redis, config.topicPrefix), replay: { producer, codec, topics, redis, prefix: config.topicPrefix },
-      // a port of 0 is never public: without PUBLIC_BASE_URL the Hook URLs use the bound port
-      publicBaseUrl: config.publicBaseUrl.endsWith(':0') && url ? url : config.publicBaseUrl,
+      publicBaseUrl: resolvePort(config.publicBaseUrl),
       redis,
       redisPrefix: config.topicPrefix,
       idempotencyTtlSeconds: config.idempotencyTtlSeconds,

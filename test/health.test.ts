@@ -9,7 +9,7 @@ import { healthProbe, type Connections } from '../service/health';
 import { startTestService } from './support/service';
 
 async function serve(connections: Connections): Promise<{ url: string; close(): Promise<void> }> {
-  const app = createApp({ errorBase: 'http://x', log: new Logger('error'), probe: healthProbe(connections), build: buildInfo(), services: () => undefined });
+  const app = createApp({ errorBase: () => 'http://x', log: new Logger('error'), probe: healthProbe(connections), build: buildInfo(), services: () => undefined });
   const server = http.createServer(app);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => new Promise((r) => server.close(() => r())) };

@@ -18,6 +18,9 @@ interface DeliveryRow {
   error_message: string | null;
 }
 
+/** A DateTime64(3) as ClickHouse prints it; cursors carry it and must not carry anything else. */
+export const CH_TIME = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{3}$/;
+
 /** `2026-01-02 03:04:05.678` (ClickHouse, UTC) -> `2026-01-02T03:04:05.678Z`. */
 export function isoFromClickHouse(value: string): string {
   return `${value.replace(' ', 'T')}Z`;
@@ -43,7 +46,7 @@ export function deliveriesRouter(clickhouse: ClickHouseClient, database: string)
     }
     if (typeof req.query.cursor === 'string' && req.query.cursor !== '') {
       const [at, id, n] = decodeCursor(req.query.cursor, filters);
-      if (typeof at !== 'string' || typeof id !== 'string' || typeof n !== 'number') {
+      if (typeof at !== 'string' || !CH_TIME.test(at) || typeof id !== 'string' || typeof n !== 'number' || !Number.isInteger(n) || n < 0 || n > 0xffffffff) {
         throw new AppError('validation-error', 'the cursor is not one this API issued', { errors: [{ field: 'cursor', message: 'is not a valid cursor' }] });
       }
       where.push('(attempted_at, delivery_id, attempt_number) < ({at:DateTime64(3)}, {id:String}, {n:UInt32})');

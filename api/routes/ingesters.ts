@@ -151,7 +151,8 @@ export function ingestersRouter(store: ConfigStore, publicBaseUrl: string): Rout
     res.status(204).end();
   });
 
-  router.all('/', () => {
+  router.all('/', (_req, res) => {
+    res.setHeader('allow', 'GET, POST');
     throw new AppError('method-not-allowed', 'this method is not allowed here');
   });
 

@@ -5,7 +5,7 @@ import { LOG_LEVELS } from '../../core/config';
 import { authOf, requireScope } from '../auth';
 import { decodeCursor, encodeCursor } from '../cursor';
 import { parseLimit } from '../paging';
-import { isoFromClickHouse } from './deliveries';
+import { CH_TIME, isoFromClickHouse } from './deliveries';
 
 interface LogRow {
   id: string;
@@ -38,9 +38,14 @@ export function logsRouter(clickhouse: ClickHouseClient, database: string): Rout
     const filters = { level: level ?? null };
     const where = ['tenant_id = {tenant:String}', 'level IN {levels:Array(String)}'];
     const params: Record<string, unknown> = { tenant: key.tenant_id, levels, limit: limit + 1 };
+    if (key.resource_ids) {
+      // a key limited to some resources sees only lines about them
+      where.push('(destination_id IN {resources:Array(String)} OR ingester_id IN {resources:Array(String)})');
+      params.resources = key.resource_ids;
+    }
     if (typeof req.query.cursor === 'string' && req.query.cursor !== '') {
       const [ts, id] = decodeCursor(req.query.cursor, filters);
-      if (typeof ts !== 'string' || typeof id !== 'string') throw new AppError('validation-error', 'the cursor is not one this API issued', { errors: [{ field: 'cursor', message: 'is not a valid cursor' }] });
+      if (typeof ts !== 'string' || !CH_TIME.test(ts) || typeof id !== 'string') throw new AppError('validation-error', 'the cursor is not one this API issued', { errors: [{ field: 'cursor', message: 'is not a valid cursor' }] });
       where.push('(ts, id) < ({ts:DateTime64(3)}, {id:String})');
       Object.assign(params, { ts, id });
     }

@@ -19,7 +19,8 @@ export function savedPayloadsRouter(store: ConfigStore): Router {
 
   router.get('/', requireScope('read:payloads'), (req, res) => {
     const key = authOf(res);
-    const { page, next_cursor } = pageOf(store.list('saved_payload', key.tenant_id), req.query);
+    const all = store.list('saved_payload', key.tenant_id).filter((p) => !key.resource_ids || key.resource_ids.includes(p.id));
+    const { page, next_cursor } = pageOf(all, req.query);
     res.json({ saved_payloads: page.map(payloadView), next_cursor });
   });
 

@@ -353,7 +353,7 @@ describe('OpenAPI document', () => {
     expiredKey = (await issueApiKey(svc.service.store, svc.tenantId, [...SCOPES], { expiresAt: '2020-01-01T00:00:00.000Z' })).api_key;
 
     // an instance that has not finished starting: no services, the real probe with nothing connected
-    unready = await serve(createApp({ errorBase, log, probe: healthProbe({}), build: buildInfo(), services: () => undefined }));
+    unready = await serve(createApp({ errorBase: () => errorBase, log, probe: healthProbe({}), build: buildInfo(), services: () => undefined }));
 
     // an instance over the same state with every write group disabled and one request per route and key
     lockedRedis = new Redis(svc.config.redisUrl!);
@@ -371,7 +371,7 @@ describe('OpenAPI document', () => {
       rateLimits: { default: { limit: 1, windowSeconds: 60 }, routes: {} },
       disabledWriteGroups: SCOPES.filter((s) => s.startsWith('write:')),
     };
-    locked = await serve(createApp({ errorBase, log, probe: healthProbe({}), build: buildInfo(), services: () => services }));
+    locked = await serve(createApp({ errorBase: () => errorBase, log, probe: healthProbe({}), build: buildInfo(), services: () => services }));
   });
 
   afterAll(async () => {

@@ -157,8 +157,10 @@ describe('destination isolation in delivery', () => {
       expect(otherRequests).toBeGreaterThan(0);
       expect(otherRequests).toBeLessThanOrEqual(PER_DESTINATION);
       expect(result.deliverLag).toBeGreaterThanOrEqual(N);
-      // drop its connections: the hanging attempts fail, the queued ones are refused, all are dead-lettered
+      // drop its connections: the hanging attempts fail and open its breaker; deleting the
+      // destination dead-letters the deliveries the breaker holds back as soon as they come back
       await other.close();
+      expect((await svc.api('DELETE', `/v1/tenants/${svc.tenantId}/destinations/${o.destinationId}`)).status).toBe(204);
     }
     await settle({ [healthyDestination]: healthySent, [o.destinationId]: N });
     return result;
@@ -169,6 +171,8 @@ describe('destination isolation in delivery', () => {
       DELIVERY_TIMEOUT_MS: String(DELIVERY_TIMEOUT_MS),
       DELIVERY_PER_DESTINATION: String(PER_DESTINATION),
       DELIVERY_MAX_IN_FLIGHT: String(MAX_IN_FLIGHT),
+      // held-back deliveries of a dead destination come back soon after it is deleted
+      BREAKER_RESET_MS: '1000',
     });
     healthy = await startReceiver();
     receivers.push(healthy);

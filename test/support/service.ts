@@ -45,6 +45,9 @@ export async function startTestService(env: Record<string, string> = {}): Promis
   const log = new Logger(config.logLevel);
   const service = await startService(config, log);
   const url = service.url!;
+  // the service names its bound port in problem types and Hook URLs; so do the tests
+  if (config.errorBase.endsWith(':0')) config.errorBase = url;
+  if (config.publicBaseUrl.endsWith(':0')) config.publicBaseUrl = url;
   const tenantId = `tenant-${suffix}`;
   await ensureTenant(service.store, tenantId);
   const apiKey = (await issueApiKey(service.store, tenantId, [...SCOPES])).api_key;
