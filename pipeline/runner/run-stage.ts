@@ -1,4 +1,5 @@
 import type { Consumer, EachBatchPayload, Kafka, Producer } from 'kafkajs';
+import { stageConsumer } from './stage-consumer';
 import { errorMessage, type Logger } from '../../core/log';
 import type { AvroCodec } from '../../platform/avro/codec';
 import type { RecordName, RecordTypes } from '../../platform/avro/records';
@@ -56,17 +57,7 @@ export async function produceOutputs(producer: Producer, codec: AvroCodec, outpu
 export async function runStage(stage: Stage, deps: RunnerDeps): Promise<RunningStage> {
   const log = deps.log.child({ stage: stage.name });
   let stopped = false;
-  const consumer: Consumer = deps.kafka.consumer({
-    groupId: `${deps.groupPrefix}${stage.name}`,
-    maxWaitTimeInMs: 50,
-    // short, so that after a crash the group stops waiting for the dead member sooner
-    sessionTimeout: 10_000,
-    heartbeatInterval: 3_000,
-    allowAutoTopicCreation: false,
-    retry: { retries: 10, initialRetryTime: 200, restartOnFailure: async () => !stopped },
-  });
-  await consumer.connect();
-  await consumer.subscribe({ topics: [stage.input.topic], fromBeginning: true });
+  const consumer: Consumer = await stageConsumer(deps.kafka, `${deps.groupPrefix}${stage.name}`, [stage.input.topic], () => stopped);
 
   const onBatch = async ({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload) => {
     if (batch.messages.length === 0) return;

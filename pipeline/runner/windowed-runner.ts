@@ -1,4 +1,5 @@
 import type { Consumer, EachBatchPayload } from 'kafkajs';
+import { stageConsumer } from './stage-consumer';
 import { errorMessage } from '../../core/log';
 import type { RecordTypes } from '../../platform/avro/records';
 import { produceOutputs, type RunnerDeps, type RunningStage } from './run-stage';
@@ -49,17 +50,7 @@ export async function runWindowedStage<N extends 'DeliveryTask'>(stage: RecordSt
   let commitTimer: NodeJS.Timeout | undefined;
   const pendingCommits = new Map<string, { topic: string; partition: number; offset: string }>();
 
-  const consumer: Consumer = deps.kafka.consumer({
-    groupId: `${deps.groupPrefix}${stage.name}`,
-    maxWaitTimeInMs: 50,
-    // short, so that after a crash the group stops waiting for the dead member sooner
-    sessionTimeout: 10_000,
-    heartbeatInterval: 3_000,
-    allowAutoTopicCreation: false,
-    retry: { retries: 10, initialRetryTime: 200, restartOnFailure: async () => !stopped },
-  });
-  await consumer.connect();
-  await consumer.subscribe({ topics: [stage.input.topic], fromBeginning: true });
+  const consumer: Consumer = await stageConsumer(deps.kafka, `${deps.groupPrefix}${stage.name}`, [stage.input.topic], () => stopped);
 
   const flushCommits = async () => {
     commitTimer = undefined;
