@@ -15,6 +15,14 @@ export interface IngesterLookup {
  * further; it is logged with the rule that dropped it and the reason.
  */
 export function filterStage(topics: Topics, config: IngesterLookup): RecordStage<'WebhookEvent'> {
+  // an update replaces the ingester object, so its parsed filters are kept per object
+  const parsed = new WeakMap<Ingester, ReturnType<typeof parseFilters>>();
+  const filtersOf = (ingester: Ingester | undefined) => {
+    if (!ingester) return parseFilters([]);
+    let p = parsed.get(ingester);
+    if (!p) parsed.set(ingester, (p = parseFilters(ingester.filters)));
+    return p;
+  };
   return {
     kind: 'record',
     name: 'filter',
@@ -22,7 +30,7 @@ export function filterStage(topics: Topics, config: IngesterLookup): RecordStage
     async handle(event: WebhookEvent, { log }): Promise<AnyOutput[]> {
       const fields = { tenant_id: event.tenant_id, event_id: event.event_id, ingester_id: event.ingester_id, correlation_id: event.correlation_id, event_type: event.event_type };
       const ingester = config.get('ingester', event.tenant_id, event.ingester_id);
-      const { filters, errors } = parseFilters(ingester?.filters ?? []);
+      const { filters, errors } = filtersOf(ingester);
       if (errors.length > 0) {
         // stored filters that no longer parse hold events back rather than let everything through
         log.error('event dropped: the ingester\'s filters are invalid', { ...fields, errors });

@@ -5,6 +5,7 @@ import type { DeliveryTask } from '../../platform/avro/records';
 import { delayTopicFor } from '../deliver/delay';
 import { produceOutputs, type RunnerDeps, type RunningStage } from '../runner/run-stage';
 import type { AnyOutput } from '../runner/stage';
+import { stageConsumer } from '../runner/stage-consumer';
 
 /** Where a task goes once it has waited out one tier: on to delivery, or into the next wait. */
 export function forward(topics: Topics, task: DeliveryTask, now: number): AnyOutput {
@@ -24,16 +25,7 @@ export async function runDelayTiers(topics: Topics, deps: RunnerDeps, now: () =>
   let stopped = false;
   const delayOf = new Map(topics.retryTiers.map((t) => [t.topic, t.delayMs]));
   const timers = new Set<NodeJS.Timeout>();
-  const consumer: Consumer = deps.kafka.consumer({
-    groupId: `${deps.groupPrefix}retry`,
-    sessionTimeout: 10_000,
-    heartbeatInterval: 3_000,
-    maxWaitTimeInMs: 100,
-    allowAutoTopicCreation: false,
-    retry: { retries: 10, initialRetryTime: 200, restartOnFailure: async () => !stopped },
-  });
-  await consumer.connect();
-  await consumer.subscribe({ topics: [...delayOf.keys()], fromBeginning: true });
+  const consumer: Consumer = await stageConsumer(deps.kafka, `${deps.groupPrefix}retry`, [...delayOf.keys()], () => stopped, { maxWaitTimeInMs: 100 });
 
   const onBatch = async ({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload) => {
     const delay = delayOf.get(batch.topic) ?? 0;

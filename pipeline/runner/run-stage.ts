@@ -36,13 +36,13 @@ async function mapInOrder<T, R>(items: T[], limit: number, fn: (item: T) => Prom
 /** Encodes outputs and produces them in one request per call, acks=all. */
 export async function produceOutputs(producer: Producer, codec: AvroCodec, outputs: AnyOutput[]): Promise<void> {
   if (outputs.length === 0) return;
+  const values = await Promise.all(outputs.map((o) => codec.encode(o.topic, o.record, o.value as never)));
   const byTopic = new Map<string, { key: string; value: Buffer }[]>();
-  for (const o of outputs) {
-    const value = await codec.encode(o.topic, o.record, o.value as never);
+  outputs.forEach((o, i) => {
     let list = byTopic.get(o.topic);
     if (!list) byTopic.set(o.topic, (list = []));
-    list.push({ key: o.key, value });
-  }
+    list.push({ key: o.key, value: values[i]! });
+  });
   await producer.sendBatch({
     acks: -1,
     topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),

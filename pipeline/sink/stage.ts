@@ -4,6 +4,7 @@ import type { Topics } from '../../core/topics';
 import type { DeliveryOutcome, EventTransition, LogEntry, RecordName, WebhookEvent } from '../../platform/avro/records';
 import { produceOutputs, type RunnerDeps, type RunningStage } from '../runner/run-stage';
 import type { AnyOutput } from '../runner/stage';
+import { stageConsumer } from '../runner/stage-consumer';
 import { transition } from '../transitions';
 import { deliveryRow, eventRow, logRow, transitionRow } from './rows';
 
@@ -52,17 +53,7 @@ export async function runSink(topics: Topics, writer: RowWriter, deps: RunnerDep
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
 
-  const consumer: Consumer = deps.kafka.consumer({
-    groupId: `${deps.groupPrefix}sink`,
-    sessionTimeout: 10_000,
-    heartbeatInterval: 3_000,
-    maxWaitTimeInMs: 50,
-    maxBytes: 16 * 1024 * 1024,
-    allowAutoTopicCreation: false,
-    retry: { retries: 10, initialRetryTime: 200, restartOnFailure: async () => !stopped },
-  });
-  await consumer.connect();
-  await consumer.subscribe({ topics: inputs.map((i) => i.topic), fromBeginning: true });
+  const consumer: Consumer = await stageConsumer(deps.kafka, `${deps.groupPrefix}sink`, inputs.map((i) => i.topic), () => stopped, { maxBytes: 16 * 1024 * 1024 });
 
   const insertAll = async (b: Buffer) => {
     for (let attempt = 1; ; attempt++) {

@@ -14,6 +14,8 @@ export class ConfigStore {
   private readonly entities = new Map<string, Entity>();
   /** Ids are globally unique (typed ULIDs), so an entity can also be found by id alone. */
   private readonly byId = new Map<string, Entity>();
+  /** Entities by `kind/tenant`, so listing a tenant's flows on every routed event stays cheap. */
+  private readonly byGroup = new Map<string, Map<string, Entity>>();
   private readonly table: TopicTable<Entity>;
   private producer: Producer | undefined;
   private syncing: Promise<void> | undefined;
@@ -67,12 +69,9 @@ export class ConfigStore {
 
   /** Entities of one kind in one tenant, oldest first (ids sort by creation time). */
   list<K extends EntityKind>(kind: K, tenantId: string): EntityOf<K>[] {
-    const prefix = `${kind}/${tenantId}/`;
-    const out: EntityOf<K>[] = [];
-    for (const [key, e] of this.entities) {
-      if (key.startsWith(prefix) && e.kind === kind) out.push(e as EntityOf<K>);
-    }
-    return out.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    const group = this.byGroup.get(`${kind}/${tenantId}`);
+    if (!group) return [];
+    return ([...group.values()] as EntityOf<K>[]).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   }
 
   /** Entities of one kind across all tenants. */
@@ -115,13 +114,18 @@ export class ConfigStore {
 
   private apply(key: string, entity: Entity | null): void {
     const previous = this.entities.get(key);
+    const groupKey = key.slice(0, key.lastIndexOf('/'));
     if (entity === null) {
       this.entities.delete(key);
+      this.byGroup.get(groupKey)?.delete(key);
       if (previous) this.byId.delete(previous.id);
       if (previous) for (const l of this.listeners) l(previous, true);
       return;
     }
     this.entities.set(key, entity);
+    let group = this.byGroup.get(groupKey);
+    if (!group) this.byGroup.set(groupKey, (group = new Map()));
+    group.set(key, entity);
     if (entity.kind !== 'tenant') this.byId.set(entity.id, entity);
     for (const l of this.listeners) l(entity, false);
   }

@@ -1,5 +1,5 @@
 import { Webhook } from 'standardwebhooks';
-import { startReceiver, type Receiver } from '../support/receiver';
+import { receiverPool, startReceiver, type Receiver } from '../support/receiver';
 import { eventually, startTestService, type TestService } from '../support/service';
 import { runScript } from '../support/process';
 import { attemptsOf, destinationWithIngester, sendEvent, transitionsOf, waitForStates } from '../support/flow';
@@ -7,18 +7,14 @@ import { attemptsOf, destinationWithIngester, sendEvent, transitionsOf, waitForS
 /** The delivery engine against real Kafka, Redis and chdb, with schedules short enough to watch. */
 describe('delivery engine', () => {
   let svc: TestService;
-  const receivers: Receiver[] = [];
-  const receiver = async () => {
-    const r = await startReceiver();
-    receivers.push(r);
-    return r;
-  };
+  const receivers = receiverPool();
+  const receiver = () => receivers.next();
 
   beforeAll(async () => {
     svc = await startTestService({ RETRY_TIERS: '100ms', BREAKER_MIN_ATTEMPTS: '4', BREAKER_ERROR_PERCENT: '50', BREAKER_RESET_MS: '2000', DELIVERY_TIMEOUT_MS: '3000' });
   });
   afterAll(async () => {
-    await Promise.all([svc?.stop(), ...receivers.map((r) => r.close())]);
+    await Promise.all([svc?.stop(), receivers.closeAll()]);
   });
 
   it('retries on the schedule with one webhook-id, then delivers and acks', async () => {

@@ -1,5 +1,5 @@
 import Stripe from 'stripe';
-import { startReceiver, type Receiver } from '../support/receiver';
+import { receiverPool } from '../support/receiver';
 import { eventually, startTestService, type TestService } from '../support/service';
 import { runScript } from '../support/process';
 import { attemptsOf, sendEvent, waitForStates } from '../support/flow';
@@ -7,12 +7,8 @@ import { attemptsOf, sendEvent, waitForStates } from '../support/flow';
 /** The stages together: providers, filters, fan-out, logs, and producers that bypass HTTP. */
 describe('pipeline', () => {
   let svc: TestService;
-  const receivers: Receiver[] = [];
-  const receiver = async () => {
-    const r = await startReceiver();
-    receivers.push(r);
-    return r;
-  };
+  const receivers = receiverPool();
+  const receiver = () => receivers.next();
   const destination = async (name: string, url: string) => {
     const res = await svc.api('POST', `/v1/tenants/${svc.tenantId}/destinations`, { name, url });
     expect(res.status).toBe(201);
@@ -23,7 +19,7 @@ describe('pipeline', () => {
     svc = await startTestService({ RETRY_TIERS: '100ms', LOG_LEVEL: 'info' });
   });
   afterAll(async () => {
-    await Promise.all([svc?.stop(), ...receivers.map((r) => r.close())]);
+    await Promise.all([svc?.stop(), receivers.closeAll()]);
   });
 
   it('fans one event out to one delivery per destination', async () => {

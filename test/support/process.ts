@@ -13,8 +13,14 @@ export interface Spawned {
   waitForOutput(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
 }
 
-export function spawnScript(script: string, args: string[], env: NodeJS.ProcessEnv): Spawned {
-  const child = spawn(TSX, [script, ...args], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+/** What a child process printed, and a way to wait for a line of it. */
+export interface CapturedOutput {
+  stdout(): string;
+  stderr(): string;
+  waitForOutput(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
+}
+
+export function captureOutput(child: ChildProcess): CapturedOutput {
   let out = '';
   let err = '';
   const listeners = new Set<() => void>();
@@ -24,13 +30,12 @@ export function spawnScript(script: string, args: string[], env: NodeJS.ProcessE
   });
   child.stderr!.on('data', (d: Buffer) => {
     err += d.toString();
+    // kafkajs retries print a lot while a broker settles; keep the tail only
+    if (err.length > 200_000) err = err.slice(-100_000);
   });
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   return {
-    child,
     stdout: () => out,
     stderr: () => err,
-    exited,
     waitForOutput(pattern, timeoutMs = 60_000) {
       return new Promise((resolve, reject) => {
         const check = () => {
@@ -50,6 +55,12 @@ export function spawnScript(script: string, args: string[], env: NodeJS.ProcessE
       });
     },
   };
+}
+
+export function spawnScript(script: string, args: string[], env: NodeJS.ProcessEnv): Spawned {
+  const child = spawn(TSX, [script, ...args], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return { child, exited, ...captureOutput(child) };
 }
 
 /** Runs a script to its end and returns its exit code and output. */

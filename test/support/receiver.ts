@@ -71,3 +71,18 @@ export async function startReceiver(): Promise<Receiver> {
       }),
   };
 }
+
+/** Receivers a test file starts as it goes, all closed together in afterAll. */
+export function receiverPool(): { next(): Promise<Receiver>; closeAll(): Promise<void> } {
+  const started: Receiver[] = [];
+  return {
+    async next() {
+      const r = await startReceiver();
+      started.push(r);
+      return r;
+    },
+    closeAll: async () => {
+      await Promise.all(started.map((r) => r.close()));
+    },
+  };
+}

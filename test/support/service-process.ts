@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
-import { REPO_ROOT, TSX } from './process';
+import { captureOutput, REPO_ROOT, TSX } from './process';
 
 /**
  * The service as its own process (`tsx service/main.ts`), started detached in a process group
@@ -34,48 +34,12 @@ export function spawnService(env: NodeJS.ProcessEnv): ServiceProcess {
   if (child.pid === undefined) throw new Error('the service process did not start');
   const pgid = child.pid;
   started.add(pgid);
-  let out = '';
-  let err = '';
-  const listeners = new Set<() => void>();
-  child.stdout!.on('data', (d: Buffer) => {
-    out += d.toString();
-    for (const l of listeners) l();
-  });
-  child.stderr!.on('data', (d: Buffer) => {
-    err += d.toString();
-    // kafkajs retries print a lot while the broker settles; keep the tail only
-    if (err.length > 200_000) err = err.slice(-100_000);
-  });
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.once('exit', (code, signal) => {
       resolve({ code, signal });
     }),
   );
-  return {
-    child,
-    pgid,
-    stdout: () => out,
-    stderr: () => err,
-    exited,
-    waitForOutput(pattern, timeoutMs = 60_000) {
-      return new Promise((resolve, reject) => {
-        const check = () => {
-          const m = out.match(pattern);
-          if (m) {
-            listeners.delete(check);
-            clearTimeout(timer);
-            resolve(m);
-          }
-        };
-        const timer = setTimeout(() => {
-          listeners.delete(check);
-          reject(new Error(`no output matching ${pattern} within ${timeoutMs} ms; stderr: ${err.slice(-2000)}`));
-        }, timeoutMs);
-        listeners.add(check);
-        check();
-      });
-    },
-  };
+  return { child, pgid, exited, ...captureOutput(child) };
 }
 
 /** Pids of the live (not zombie) processes of a process group, from /proc. */
