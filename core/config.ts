@@ -4,6 +4,7 @@ import { parseRateLimits, type RateLimits } from './rate-limits';
 import { isScope, SCOPES, type Scope } from './scopes';
 import { DEFAULT_RETRY_SCHEDULE_MS, parseSchedule } from './retry-schedule';
 import { DEFAULT_RETRY_TIERS_MS } from './topics';
+import { parseSignerKey } from './signed-note';
 
 /**
  * The one typed configuration of the service, read from environment variables.
@@ -48,9 +49,14 @@ export interface Config {
   idempotencyTtlSeconds: number;
   rateLimits: RateLimits;
   disabledWriteGroups: Scope[];
+  /** Unset: generated once and kept under the data dir. */
+  evidenceSigningKey: string | undefined;
+  evidenceOrigin: string | undefined;
+  evidenceBatchSize: number;
+  evidenceBatchAgeMs: number;
 }
 
-export const STAGE_NAMES = ['api', 'validate', 'filter', 'route', 'deliver', 'retry', 'sink'] as const;
+export const STAGE_NAMES = ['api', 'validate', 'filter', 'route', 'deliver', 'retry', 'evidence', 'sink'] as const;
 export type StageName = (typeof STAGE_NAMES)[number];
 export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -104,6 +110,25 @@ class Reader {
       return fallback;
     }
     return n;
+  }
+
+  /** A C2SP signed-note signer key (`PRIVATE+KEY+…`), checked but never echoed. */
+  signerKey(name: string): string | undefined {
+    const v = this.raw(name);
+    if (v === undefined) return undefined;
+    try {
+      parseSignerKey(v);
+    } catch (err) {
+      this.errors.push(`${name}: ${(err as Error).message}`);
+    }
+    return v;
+  }
+
+  /** A signed-note key name: no white space, no `+`. */
+  noteName(name: string): string | undefined {
+    const v = this.raw(name);
+    if (v !== undefined && /[\s+]/.test(v)) this.errors.push(`${name}: must not contain white space or "+", got "${v}"`);
+    return v;
   }
 
   boolean(name: string, fallback: boolean): boolean {
@@ -217,6 +242,10 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     idempotencyTtlSeconds: r.integer('IDEMPOTENCY_TTL_SECONDS', 86_400, 1, 30 * 86_400),
     rateLimits: r.rateLimits('RATE_LIMITS', 'default=600/60s'),
     disabledWriteGroups: r.writeGroups('DISABLED_WRITE_GROUPS'),
+    evidenceSigningKey: r.signerKey('EVIDENCE_SIGNING_KEY'),
+    evidenceOrigin: r.noteName('EVIDENCE_ORIGIN'),
+    evidenceBatchSize: r.integer('EVIDENCE_BATCH_SIZE', 1_000, 1, 2_000),
+    evidenceBatchAgeMs: r.integer('EVIDENCE_BATCH_AGE_MS', 200, 1, 60_000),
   };
   if (r.errors.length > 0) throw new ConfigError(r.errors);
   return config;
@@ -249,7 +278,7 @@ export const SETTINGS: SettingDoc[] = [
   { env: 'CLICKHOUSE_USER', default: 'default', unit: 'string', description: 'ClickHouse user (server only).' },
   { env: 'CLICKHOUSE_PASSWORD', default: '(empty)', unit: 'string', description: 'ClickHouse password (server only).' },
   { env: 'CLICKHOUSE_DATABASE', default: 'hookline', unit: 'identifier', description: 'Database holding the query tables; created and migrated at start.' },
-  { env: 'STAGES', default: 'all', unit: 'list', description: 'Stages this process runs: all, or a comma list of api, validate, filter, route, deliver, retry, sink. `--stage <name>` on the command line overrides it.' },
+  { env: 'STAGES', default: 'all', unit: 'list', description: 'Stages this process runs: all, or a comma list of api, validate, filter, route, deliver, retry, evidence, sink. `--stage <name>` on the command line overrides it.' },
   { env: 'INGEST_MAX_BODY_BYTES', default: '1048576', unit: 'bytes', description: 'Largest webhook body a Hook URL accepts; larger gets 413.' },
   { env: 'DELIVERY_TIMEOUT_MS', default: '15000', unit: 'milliseconds', description: 'Total time allowed for one delivery attempt.' },
   { env: 'DELIVERY_CONNECT_TIMEOUT_MS', default: '5000', unit: 'milliseconds', description: 'Time allowed to open the connection of one delivery attempt.' },
@@ -268,5 +297,9 @@ export const SETTINGS: SettingDoc[] = [
   { env: 'IDEMPOTENCY_TTL_SECONDS', default: '86400', unit: 'seconds', description: 'How long an `Idempotency-Key` and its answer are kept (per tenant and API key, in Redis).' },
   { env: 'RATE_LIMITS', default: 'default=600/60s', unit: '`default=N/window;METHOD /path=N/window`', description: 'Requests per API key and route (path with `:tenantId` and `:id`, e.g. `POST /v1/tenants/:tenantId/destinations=20/60s`); windows in s, m or h. Over it: 429 with Retry-After.' },
   { env: 'DISABLED_WRITE_GROUPS', default: '(empty)', unit: 'list of write scopes', description: 'Write groups switched off, e.g. `write:destinations`: their routes answer 403 write-tool-disabled with `tool_group`.' },
+  { env: 'EVIDENCE_SIGNING_KEY', default: 'unset: generated', unit: 'note signer key', description: 'Ed25519 key that signs the evidence checkpoints, as `PRIVATE+KEY+<origin>+<key id>+<base64>` (the C2SP signed-note / Go `note` format); its name is the log\'s origin. Unset, one is generated on first start and kept in `DATA_DIR/evidence/signing-key`. Processes split by `--stage` must share it.' },
+  { env: 'EVIDENCE_ORIGIN', default: 'hookline/evidence/<random>', unit: 'string', description: 'Origin (first checkpoint line and key name) given to a generated signing key.' },
+  { env: 'EVIDENCE_BATCH_SIZE', default: '1000', unit: 'leaves', description: 'Most delivery outcomes sealed into one signed checkpoint (at most 2000).' },
+  { env: 'EVIDENCE_BATCH_AGE_MS', default: '200', unit: 'milliseconds', description: 'Longest an outcome waits before its batch is sealed.' },
   { env: 'BOOTSTRAP_DEMO_TENANT', default: 'true', unit: 'boolean', description: 'On first start with an empty configuration, create tenant `demo` and print its API key once.' },
 ];

@@ -10,6 +10,10 @@ export interface Topics {
   deliveryCompleted: string;
   deliveryDlq: string;
   logs: string;
+  /** Delivery outcomes handed to the evidence sequencer (one partition: one sequencer). */
+  evidencePending: string;
+  /** The evidence log itself: sealed batches of leaves with their signed checkpoints, kept forever. */
+  evidenceLeaves: string;
   /** Delay tiers, shortest first: a record waits in its tier for the tier's delay. */
   retryTiers: { delayMs: number; topic: string }[];
 }
@@ -37,6 +41,8 @@ export function topicNames(prefix: string, tiersMs: number[] = DEFAULT_RETRY_TIE
     deliveryCompleted: t('deliveries.completed'),
     deliveryDlq: t('deliveries.dlq'),
     logs: t('logs'),
+    evidencePending: t('evidence.pending'),
+    evidenceLeaves: t('evidence.leaves'),
     retryTiers: [...tiersMs].sort((a, b) => a - b).map((delayMs) => ({ delayMs, topic: t(`deliveries.retry.${tierLabel(delayMs)}`) })),
   };
 }

@@ -34,7 +34,12 @@ import { filterStage } from '../pipeline/filter/stage';
 import { ingestRouter } from '../pipeline/ingest/router';
 import { routeStage } from '../pipeline/route/stage';
 import { runStage, type RunnerDeps, type RunningStage } from '../pipeline/runner/run-stage';
-import { runSink, type RowWriter } from '../pipeline/sink/stage';
+import { evidenceIntakeStage } from '../pipeline/evidence/intake';
+import { runEvidenceSequencer } from '../pipeline/evidence/sequencer';
+import { loadEvidenceSigner } from '../platform/evidence/signing-key';
+import { EvidenceStore } from '../platform/evidence/store';
+import type { EvidenceLogInfo } from '../api/routes/evidence';
+import { INSERT_COLUMNS, runSink, type RowWriter } from '../pipeline/sink/stage';
 import { validateStage } from '../pipeline/validate/stage';
 import { healthProbe, type Connections } from './health';
 import { topology } from './topology';
@@ -49,6 +54,8 @@ export interface RunningService {
   kafka: Kafka;
   /** The demo tenant's key, when this start created it. */
   demoKey: string | undefined;
+  /** The evidence log's origin and checkpoint key, in a process that runs the API or the evidence stage. */
+  evidenceLog: EvidenceLogInfo | undefined;
   stop(): Promise<void>;
 }
 
@@ -69,6 +76,11 @@ export function buildInfo(): BuildInfo {
  */
 export async function startService(config: Config, log = new Logger(config.logLevel)): Promise<RunningService> {
   const topics = topicNames(config.topicPrefix, config.retryTiersMs);
+  // the API publishes the checkpoint key and the evidence stage signs with it
+  const evidenceSigner = config.stages.includes('api') || config.stages.includes('evidence')
+    ? loadEvidenceSigner({ signingKey: config.evidenceSigningKey, origin: config.evidenceOrigin, dataDir: config.dataDir })
+    : undefined;
+  const evidenceLog: EvidenceLogInfo | undefined = evidenceSigner && { origin: evidenceSigner.name, verifierKey: evidenceSigner.verifierKey, keyId: evidenceSigner.keyId.toString('hex'), publicKey: evidenceSigner.publicKey };
   const connections: Connections = {};
   let services: ApiServices | undefined;
   let ingest: ReturnType<typeof ingestRouter> | undefined;
@@ -207,11 +219,15 @@ export async function startService(config: Config, log = new Logger(config.logLe
       starting.push(runWindowedStage(stage, runnerDeps, { maxInFlight: config.deliveryMaxInFlight, keyOf: (t: DeliveryTask) => t.destination_id, perKey: config.deliveryPerDestination }));
     }
     if (has('retry')) starting.push(runDelayTiers(topics, runnerDeps));
+    if (has('evidence')) {
+      starting.push(runStage(evidenceIntakeStage(topics), runnerDeps));
+      starting.push(runEvidenceSequencer(topics, runnerDeps, { batchSize: config.evidenceBatchSize, batchAgeMs: config.evidenceBatchAgeMs, origin: evidenceSigner!.name, signer: evidenceSigner! }));
+    }
     if (has('sink')) {
       const sinkClient = clickhouse!;
       const writer: RowWriter = {
         insert: async (table, rows) => {
-          await sinkClient.insert({ table: `${config.clickhouseDatabase}.${table}`, values: rows, format: 'JSONEachRow' });
+          await sinkClient.insert({ table: `${config.clickhouseDatabase}.${table}`, values: rows, format: 'JSONEachRow', columns: INSERT_COLUMNS[table] as [string, ...string[]] | undefined });
         },
       };
       starting.push(runSink(topics, writer, runnerDeps, { batchRows: config.sinkBatchRows, flushMs: config.sinkFlushMs }));
@@ -232,11 +248,13 @@ export async function startService(config: Config, log = new Logger(config.logLe
       idempotencyTtlSeconds: config.idempotencyTtlSeconds,
       rateLimits: config.rateLimits,
       disabledWriteGroups: config.disabledWriteGroups,
+      evidence: new EvidenceStore(clickhouse, config.clickhouseDatabase),
+      evidenceLog: evidenceLog!,
     };
     connections.ready = true;
     log.info('service ready', { url, stages: config.stages, data_dir: config.dataDir });
 
-    return { url, topics, store, clickhouse, kafka, demoKey, stop: stopAll };
+    return { url, topics, store, clickhouse, kafka, demoKey, evidenceLog, stop: stopAll };
   } catch (err) {
     log.error('start-up failed; stopping what was started', { error: errorMessage(err) });
     await stopAll();

@@ -14,6 +14,9 @@ export function topology(topics: Topics, partitions: number): { specs: TopicSpec
     { topic: topics.deliveryCompleted, partitions },
     { topic: topics.deliveryDlq, partitions },
     { topic: topics.logs, partitions },
+    // the log's order is the order of one partition; its batches are the system of record
+    { topic: topics.evidencePending, partitions: 1 },
+    { topic: topics.evidenceLeaves, partitions: 1, retentionMs: -1 },
     ...topics.retryTiers.map((t) => ({ topic: t.topic, partitions })),
   ];
   const records: Record<string, RecordName> = {
@@ -26,6 +29,8 @@ export function topology(topics: Topics, partitions: number): { specs: TopicSpec
     [topics.deliveryCompleted]: 'DeliveryOutcome',
     [topics.deliveryDlq]: 'DeliveryTask',
     [topics.logs]: 'LogEntry',
+    [topics.evidencePending]: 'EvidenceLeaf',
+    [topics.evidenceLeaves]: 'EvidenceBatch',
   };
   for (const t of topics.retryTiers) records[t.topic] = 'DeliveryTask';
   return { specs, records };

@@ -12,7 +12,7 @@ describe('configuration', () => {
     expect(c.kafkaReplicationFactor).toBe(1);
     expect(c.ingestMaxBodyBytes).toBe(1_048_576);
     expect(c.deliveryTimeoutMs).toBe(15_000);
-    expect(c.stages).toEqual(['api', 'validate', 'filter', 'route', 'deliver', 'retry', 'sink']);
+    expect(c.stages).toEqual(['api', 'validate', 'filter', 'route', 'deliver', 'retry', 'evidence', 'sink']);
     expect(c.publicBaseUrl).toBe('http://127.0.0.1:8080');
   });
 

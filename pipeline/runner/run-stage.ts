@@ -3,7 +3,7 @@ import { stageConsumer } from './stage-consumer';
 import { errorMessage, type Logger } from '../../core/log';
 import type { AvroCodec } from '../../platform/avro/codec';
 import type { RecordName, RecordTypes } from '../../platform/avro/records';
-import type { AnyOutput, RecordStage, Stage } from './stage';
+import type { AnyOutput, RecordStage, Stage, StageContext } from './stage';
 
 export interface RunnerDeps {
   kafka: Kafka;
@@ -61,15 +61,15 @@ export async function runStage(stage: Stage, deps: RunnerDeps): Promise<RunningS
 
   const onBatch = async ({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload) => {
     if (batch.messages.length === 0) return;
-    const values: RecordTypes[RecordName][] = [];
+    const values: { value: RecordTypes[RecordName]; ctx: StageContext }[] = [];
     for (const message of batch.messages) {
       if (message.value === null) continue;
-      values.push(await deps.codec.decode(stage.input.record, message.value));
+      const value = await deps.codec.decode(stage.input.record, message.value);
+      values.push({ value, ctx: { log, position: { partition: batch.partition, offset: message.offset } } });
     }
     if (!isRunning() || isStale()) return;
-    const ctx = { log };
     const recordStage = stage as RecordStage;
-    const outputs = await mapInOrder(values, recordStage.concurrency ?? 16, (v) => recordStage.handle(v as never, ctx));
+    const outputs = await mapInOrder(values, recordStage.concurrency ?? 16, (v) => recordStage.handle(v.value as never, v.ctx));
     await produceOutputs(deps.producer, deps.codec, outputs.flat());
     const next = (BigInt(batch.lastOffset()) + 1n).toString();
     await consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: next }]);

@@ -13,6 +13,8 @@ export type AnyOutput = { [N in RecordName]: Output<N> }[RecordName];
 
 export interface StageContext {
   log: Logger;
+  /** Where the input record sits in its topic. */
+  position: { partition: number; offset: string };
 }
 
 /**
@@ -28,4 +30,4 @@ export interface RecordStage<N extends RecordName = RecordName> {
   handle(value: RecordTypes[N], ctx: StageContext): Promise<AnyOutput[]>;
 }
 
-export type Stage = RecordStage<'WebhookEvent'> | RecordStage<'DeliveryTask'>;
+export type Stage = RecordStage<'WebhookEvent'> | RecordStage<'DeliveryTask'> | RecordStage<'DeliveryOutcome'>;

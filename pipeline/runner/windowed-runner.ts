@@ -3,7 +3,7 @@ import { stageConsumer } from './stage-consumer';
 import { errorMessage } from '../../core/log';
 import type { RecordTypes } from '../../platform/avro/records';
 import { produceOutputs, type RunnerDeps, type RunningStage } from './run-stage';
-import type { AnyOutput, RecordStage } from './stage';
+import type { AnyOutput, RecordStage, StageContext } from './stage';
 
 interface Slot {
   offset: bigint;
@@ -85,10 +85,10 @@ export async function runWindowedStage<N extends 'DeliveryTask'>(stage: RecordSt
     else if (q.running === 0) keyQueues.delete(key);
   };
 
-  const handleUntilDone = async (value: RecordTypes[N]): Promise<void> => {
+  const handleUntilDone = async (value: RecordTypes[N], position: StageContext['position']): Promise<void> => {
     for (let attempt = 1; ; attempt++) {
       try {
-        const outputs: AnyOutput[] = await stage.handle(value, { log });
+        const outputs: AnyOutput[] = await stage.handle(value, { log, position });
         await produceOutputs(deps.producer, deps.codec, outputs);
         return;
       } catch (err) {
@@ -105,7 +105,7 @@ export async function runWindowedStage<N extends 'DeliveryTask'>(stage: RecordSt
     void (async () => {
       await acquire(key, options.perKey ?? Number.MAX_SAFE_INTEGER);
       try {
-        await handleUntilDone(value);
+        await handleUntilDone(value, { partition, offset: slot.offset.toString() });
         slot.done = true;
         const w = windows.get(`${topic}:${partition}`);
         const next = w?.advance();

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { DeliveryOutcome, EventTransition, WebhookEvent } from '../../platform/avro/records';
+import type { DeliveryOutcome, EvidenceBatch, EventTransition, WebhookEvent } from '../../platform/avro/records';
 
 /** ClickHouse DateTime64(3) text, UTC. */
 export function chTime(ms: number): string {
@@ -51,6 +51,31 @@ export function deliveryRow(o: DeliveryOutcome) {
     error_message: o.error_message,
     body_sha256: o.body_sha256,
     next_attempt_at: o.next_attempt_at === null ? null : chTime(o.next_attempt_at),
+  };
+}
+
+/** The rows of one sealed evidence batch, per table. */
+export function evidenceRows(b: EvidenceBatch) {
+  const sealedAt = chTime(b.sealed_at);
+  return {
+    leaves: b.leaves.map((l) => ({
+      tenant_id: l.tenant_id,
+      delivery_id: l.delivery_id,
+      attempt_number: l.attempt_number,
+      leaf_index: l.leaf_index,
+      event_id: l.event_id,
+      destination_id: l.destination_id,
+      correlation_id: l.correlation_id,
+      status: l.status,
+      response_code: l.response_code,
+      attempted_at: chTime(l.attempted_at),
+      body_sha256: l.body_sha256,
+      leaf_hash: l.leaf_hash.toString('hex'),
+      first_tree_size: b.tree_size,
+      sealed_at: sealedAt,
+    })),
+    nodes: b.nodes.map((n) => ({ level: n.level, idx: n.index, hash_hex: n.hash.toString('hex') })),
+    checkpoint: { tree_size: b.tree_size, first_index: b.first_index, root_hash: b.root_hash.toString('hex'), checkpoint: b.checkpoint, sealed_at: sealedAt },
   };
 }
 

@@ -1,14 +1,22 @@
 import type { Consumer, EachBatchPayload } from 'kafkajs';
 import { errorMessage } from '../../core/log';
 import type { Topics } from '../../core/topics';
-import type { DeliveryOutcome, EventTransition, LogEntry, RecordName, WebhookEvent } from '../../platform/avro/records';
+import type { DeliveryOutcome, EventTransition, EvidenceBatch, LogEntry, RecordName, WebhookEvent } from '../../platform/avro/records';
 import { produceOutputs, type RunnerDeps, type RunningStage } from '../runner/run-stage';
 import type { AnyOutput } from '../runner/stage';
 import { stageConsumer } from '../runner/stage-consumer';
 import { transition } from '../transitions';
-import { deliveryRow, eventRow, logRow, transitionRow } from './rows';
+import { deliveryRow, eventRow, evidenceRows, logRow, transitionRow } from './rows';
 
-export type SinkTable = 'events' | 'event_transitions' | 'deliveries' | 'logs';
+/**
+ * The tables the sink fills, in the order a flush inserts them: a checkpoint row goes in only
+ * after the leaves and nodes its proofs need.
+ */
+export const SINK_TABLES = ['events', 'event_transitions', 'deliveries', 'logs', 'evidence_nodes', 'evidence_leaves', 'evidence_checkpoints'] as const;
+export type SinkTable = (typeof SINK_TABLES)[number];
+
+/** Columns named on insert where the JSON row is not the table's shape (an EPHEMERAL input). */
+export const INSERT_COLUMNS: Partial<Record<SinkTable, string[]>> = { evidence_nodes: ['level', 'idx', 'hash_hex'] };
 
 /** The port the sink writes through: one insert per call. */
 export interface RowWriter {
@@ -27,17 +35,18 @@ interface Buffer {
   count: number;
   /** The next offset to commit per topic-partition once these rows are in. */
   offsets: Map<string, { topic: string; partition: number; offset: string }>;
-  /** Deliveries whose successful outcome is in this buffer: acked once the insert succeeds. */
+  /** Deliveries whose successful outcome is sealed in this buffer's evidence: acked once it is inserted. */
   acked: AnyOutput[];
 }
 
 const emptyBuffer = (): Buffer => ({ rows: new Map(), count: 0, offsets: new Map(), acked: [] });
 
 /**
- * Copies events, transitions, delivery attempts and logs into ClickHouse, thousands of rows
- * per insert and at most `flushMs` late. Offsets are committed only after the insert, and
- * every table dedupes on its ORDER BY, so records consumed twice leave one row. Once a
- * delivered attempt is durably recorded the delivery moves to `acked`.
+ * Copies events, transitions, delivery attempts, logs and the sealed evidence log into
+ * ClickHouse, thousands of rows per insert and at most `flushMs` late. Offsets are committed
+ * only after the insert, and every table dedupes on its ORDER BY, so records consumed twice
+ * leave one row. Once a delivered attempt's evidence is in (its leaf, the nodes of its proof
+ * and the signed checkpoint: evidence `confirmed`) the delivery moves to `acked`.
  */
 export async function runSink(topics: Topics, writer: RowWriter, deps: RunnerDeps, options: SinkOptions): Promise<RunningStage> {
   const log = deps.log.child({ stage: 'sink' });
@@ -46,6 +55,7 @@ export async function runSink(topics: Topics, writer: RowWriter, deps: RunnerDep
     { topic: topics.transitions, record: 'EventTransition', table: 'event_transitions' },
     { topic: topics.deliveryCompleted, record: 'DeliveryOutcome', table: 'deliveries' },
     { topic: topics.logs, record: 'LogEntry', table: 'logs' },
+    { topic: topics.evidenceLeaves, record: 'EvidenceBatch', table: 'evidence_leaves' },
   ];
   const byTopic = new Map(inputs.map((i) => [i.topic, i]));
   let buffer = emptyBuffer();
@@ -58,7 +68,10 @@ export async function runSink(topics: Topics, writer: RowWriter, deps: RunnerDep
   const insertAll = async (b: Buffer) => {
     for (let attempt = 1; ; attempt++) {
       try {
-        for (const [table, rows] of b.rows) if (rows.length > 0) await writer.insert(table, rows);
+        for (const table of SINK_TABLES) {
+          const rows = b.rows.get(table);
+          if (rows && rows.length > 0) await writer.insert(table, rows);
+        }
         await produceOutputs(deps.producer, deps.codec, b.acked);
         await consumer.commitOffsets([...b.offsets.values()]);
         return;
@@ -89,8 +102,12 @@ export async function runSink(topics: Topics, writer: RowWriter, deps: RunnerDep
   const onBatch = async ({ batch, resolveOffset, heartbeat }: EachBatchPayload) => {
     const input = byTopic.get(batch.topic);
     if (!input || batch.messages.length === 0) return;
-    let rows = buffer.rows.get(input.table);
-    if (!rows) buffer.rows.set(input.table, (rows = []));
+    const rowsOf = (table: SinkTable) => {
+      let rows = buffer.rows.get(table);
+      if (!rows) buffer.rows.set(table, (rows = []));
+      return rows;
+    };
+    const rows = rowsOf(input.table);
     for (const message of batch.messages) {
       if (message.value === null) continue;
       const value = await deps.codec.decode(input.record, message.value);
@@ -101,11 +118,19 @@ export async function runSink(topics: Topics, writer: RowWriter, deps: RunnerDep
         case 'event_transitions':
           rows.push(transitionRow(value as EventTransition));
           break;
-        case 'deliveries': {
-          const o = value as DeliveryOutcome;
-          rows.push(deliveryRow(o));
-          if (o.status === 'delivered') {
-            buffer.acked.push(transition(topics, { event_id: o.event_id, tenant_id: o.tenant_id, ingester_id: '', correlation_id: o.correlation_id }, 'acked', { delivery_id: o.delivery_id, destination_id: o.destination_id }));
+        case 'deliveries':
+          rows.push(deliveryRow(value as DeliveryOutcome));
+          break;
+        case 'evidence_leaves': {
+          const b = value as EvidenceBatch;
+          const r = evidenceRows(b);
+          rows.push(...r.leaves);
+          rowsOf('evidence_nodes').push(...r.nodes);
+          rowsOf('evidence_checkpoints').push(r.checkpoint);
+          buffer.count += r.leaves.length + r.nodes.length;
+          for (const l of b.leaves) {
+            if (l.status !== 'delivered') continue;
+            buffer.acked.push(transition(topics, { event_id: l.event_id, tenant_id: l.tenant_id, ingester_id: '', correlation_id: l.correlation_id }, 'acked', { delivery_id: l.delivery_id, destination_id: l.destination_id }));
           }
           break;
         }

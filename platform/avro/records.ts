@@ -91,6 +91,41 @@ export interface LogEntry {
   fields: string;
 }
 
+/** A delivery attempt outcome handed to the evidence sequencer, with its place in deliveries.completed. */
+export interface EvidenceLeaf {
+  tenant_id: string;
+  delivery_id: string;
+  event_id: string;
+  destination_id: string;
+  correlation_id: string;
+  attempt_number: number;
+  status: string;
+  response_code: number | null;
+  attempted_at: number;
+  body_sha256: string;
+  source_partition: number;
+  source_offset: number;
+}
+
+export interface SealedLeaf extends Omit<EvidenceLeaf, 'source_partition' | 'source_offset'> {
+  leaf_index: number;
+  leaf_hash: Buffer;
+}
+
+/** One sealed batch of the evidence log (schemas/evidence-batch.avsc). */
+export interface EvidenceBatch {
+  first_index: number;
+  tree_size: number;
+  root_hash: Buffer;
+  checkpoint: string;
+  sealed_at: number;
+  leaves: SealedLeaf[];
+  nodes: { level: number; index: number; hash: Buffer }[];
+  frontier: Buffer[];
+  pending_next_offset: number;
+  source_marks: { partition: number; next_offset: number }[];
+}
+
 /** Which schema file describes which record. */
 export interface RecordTypes {
   LogEntry: LogEntry;
@@ -99,6 +134,8 @@ export interface RecordTypes {
   DeliveryTask: DeliveryTask;
   DeliveryOutcome: DeliveryOutcome;
   ConfigEntry: ConfigEntry;
+  EvidenceLeaf: EvidenceLeaf;
+  EvidenceBatch: EvidenceBatch;
 }
 
 export type RecordName = keyof RecordTypes;
@@ -110,4 +147,6 @@ export const SCHEMA_FILES: Record<RecordName, string> = {
   DeliveryOutcome: 'delivery-outcome.avsc',
   ConfigEntry: 'config-entry.avsc',
   LogEntry: 'log-entry.avsc',
+  EvidenceLeaf: 'evidence-leaf.avsc',
+  EvidenceBatch: 'evidence-batch.avsc',
 };

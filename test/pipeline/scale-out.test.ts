@@ -12,8 +12,8 @@ describe('stages in separate processes', () => {
   let deliverer: Spawned | undefined;
 
   beforeAll(async () => {
-    // this process: API, validate, filter, route and sink; the other: deliver and retry
-    [svc, r] = await Promise.all([startTestService({ STAGES: 'api,validate,filter,route,sink' }), startReceiver()]);
+    // this process: API, validate, filter, route, evidence and sink; the other: deliver and retry
+    [svc, r] = await Promise.all([startTestService({ STAGES: 'api,validate,filter,route,evidence,sink' }), startReceiver()]);
   });
   afterAll(async () => {
     if (deliverer && deliverer.child.exitCode === null) {
