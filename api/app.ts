@@ -21,6 +21,8 @@ import { flowsRouter } from './routes/flows';
 import { savedPayloadsRouter } from './routes/saved-payloads';
 import { logsRouter } from './routes/logs';
 import type { ReplayDeps } from '../platform/replay/replay';
+import type { EvidenceStore } from '../platform/evidence/store';
+import { evidenceLogRouter, evidenceRouter, type EvidenceLogInfo } from './routes/evidence';
 
 /** What the API needs once the service is up. */
 export interface ApiServices {
@@ -37,6 +39,8 @@ export interface ApiServices {
   idempotencyTtlSeconds: number;
   rateLimits: RateLimits;
   disabledWriteGroups: readonly string[];
+  evidence: EvidenceStore;
+  evidenceLog: EvidenceLogInfo;
 }
 
 export interface ApiOptions {
@@ -144,6 +148,8 @@ export function createApp(options: ApiOptions): Express {
       tenant.use('/delivery-flows', flowsRouter(s.store));
       tenant.use('/saved-payloads', savedPayloadsRouter(s.store));
       tenant.use('/logs', logsRouter(s.clickhouse, s.clickhouseDatabase));
+      tenant.use('/evidence', evidenceRouter(s.evidence, s.clickhouse, s.clickhouseDatabase));
+      tenant.use('/evidence-log', evidenceLogRouter(s.evidence, s.evidenceLog));
       return tenant;
     }),
   );

@@ -167,9 +167,10 @@ const attemptProperties: Json = {
   status: schema('DeliveryStatus'),
   response_code: { type: ['integer', 'null'], minimum: 100, maximum: 599, description: 'HTTP status the destination answered; `null` when no answer came (timeout, connection error, refused by the SSRF guard).' },
   attempted_at: schema('Timestamp'),
+  body_sha256: { ...schema('Sha256Hex'), description: 'SHA-256 of the body that was sent; with the other fields it rebuilds the attempt\'s evidence leaf.' },
   error_message: { type: 'string', description: 'Why the attempt failed; absent on success.' },
 };
-const attemptRequired = ['attempt_number', 'status', 'response_code', 'attempted_at'];
+const attemptRequired = ['attempt_number', 'status', 'response_code', 'attempted_at', 'body_sha256'];
 const deliveryProperties: Json = {
   id: { ...schema('DeliveryId'), description: 'The delivery (the `webhook-id` the destination received). Every attempt of one delivery carries the same id.' },
   event_id: schema('EventId'),
@@ -423,6 +424,85 @@ function schemas(errorBase: string): Json {
       additionalProperties: false,
     },
     DeliveryList: listOf('deliveries', 'DeliveryAttemptItem', 'newest attempt first (by attempt time, then delivery id and attempt number)'),
+    Sha256Hex: { type: 'string', pattern: '^[0-9a-f]{64}$', description: 'A SHA-256 hash, 64 lowercase hexadecimal characters.' },
+    EvidenceCheckpoint: {
+      type: 'object',
+      description: 'A signed checkpoint of the evidence log: `signed_note` is the C2SP tlog-checkpoint (origin, tree size, base64 root) signed with Ed25519 as a C2SP signed note; `tree_size` and `root_hash` repeat what it says.',
+      required: ['tree_size', 'root_hash', 'signed_note', 'sealed_at'],
+      properties: {
+        tree_size: { type: 'integer', minimum: 1 },
+        root_hash: schema('Sha256Hex'),
+        signed_note: { type: 'string', pattern: '^[^\\n]+\\n[1-9][0-9]*\\n[A-Za-z0-9+/]{43}=\\n(?:[^\\n]+\\n)*\\n(?:\u2014 [^\\n]+\\n)+$' },
+        sealed_at: schema('Timestamp'),
+      },
+      additionalProperties: false,
+    },
+    DeliveryEvidence: {
+      description: 'Evidence of one delivery attempt (the latest unless `attempt` is given). `confirmed`: the attempt is leaf `leaf_index` of the evidence log and `inclusion_proof` (RFC 9162 audit path, leaf to root) leads from `leaf_hash` to `integrity_root`, the root of the signed `checkpoint` of `tree_size` leaves (the newest, unless `tree_size` is given). `pending`: the outcome is recorded but not sealed yet; `leaf_hash` is the hash its leaf will have. The leaf bytes are the canonical JSON of the attempt described in docs/evidence.md.',
+      oneOf: [
+        {
+          type: 'object',
+          required: ['delivery_id', 'status', 'integrity_root', 'inclusion_proof', 'leaf_hash', 'timestamp', 'attempt_number', 'leaf_index', 'tree_size', 'checkpoint'],
+          properties: {
+            delivery_id: schema('DeliveryId'),
+            status: { const: 'confirmed' },
+            integrity_root: schema('Sha256Hex'),
+            inclusion_proof: { type: 'array', items: schema('Sha256Hex'), maxItems: 64 },
+            leaf_hash: schema('Sha256Hex'),
+            timestamp: { ...schema('Timestamp'), description: 'When the leaf was sealed.' },
+            attempt_number: { type: 'integer', minimum: 1 },
+            leaf_index: { type: 'integer', minimum: 0 },
+            tree_size: { type: 'integer', minimum: 1 },
+            checkpoint: schema('EvidenceCheckpoint'),
+          },
+          additionalProperties: false,
+        },
+        {
+          type: 'object',
+          required: ['delivery_id', 'status', 'integrity_root', 'inclusion_proof', 'leaf_hash', 'timestamp', 'attempt_number', 'leaf_index', 'tree_size', 'checkpoint'],
+          properties: {
+            delivery_id: schema('DeliveryId'),
+            status: { const: 'pending' },
+            integrity_root: { type: 'null' },
+            inclusion_proof: { type: 'array', maxItems: 0 },
+            leaf_hash: schema('Sha256Hex'),
+            timestamp: { ...schema('Timestamp'), description: 'When the attempt was made.' },
+            attempt_number: { type: 'integer', minimum: 1 },
+            leaf_index: { type: ['integer', 'null'], minimum: 0, description: 'Known once the leaf is sequenced, before its checkpoint is stored.' },
+            tree_size: { type: 'null' },
+            checkpoint: { type: 'null' },
+          },
+          additionalProperties: false,
+        },
+      ],
+    },
+    EvidenceLog: {
+      type: 'object',
+      description: 'The evidence log: one append-only RFC 6962 Merkle tree shared by all tenants. Check checkpoints with `verifier_key` (C2SP signed-note verifier key: `<origin>+<key id>+<base64(0x01 || Ed25519 public key)>`).',
+      required: ['origin', 'verifier_key', 'key_id', 'public_key', 'signature_algorithm', 'hash_algorithm', 'latest_checkpoint'],
+      properties: {
+        origin: { type: 'string', minLength: 1 },
+        verifier_key: { type: 'string', pattern: '^[^+\\s]+\\+[0-9a-f]{8}\\+[A-Za-z0-9+/]{44}$' },
+        key_id: { type: 'string', pattern: '^[0-9a-f]{8}$' },
+        public_key: { type: 'string', pattern: '^[A-Za-z0-9+/]{43}=$', description: 'The raw 32-byte Ed25519 public key, base64.' },
+        signature_algorithm: { const: 'ed25519' },
+        hash_algorithm: { const: 'sha256' },
+        latest_checkpoint: nullable(schema('EvidenceCheckpoint')),
+      },
+      additionalProperties: false,
+    },
+    CheckpointList: listOf('checkpoints', 'EvidenceCheckpoint', 'newest (largest) first'),
+    ConsistencyProof: {
+      type: 'object',
+      description: 'RFC 9162 section 2.1.4 consistency proof that the tree of `to` extends the tree of `from`.',
+      required: ['from', 'to', 'consistency_proof'],
+      properties: {
+        from: schema('EvidenceCheckpoint'),
+        to: schema('EvidenceCheckpoint'),
+        consistency_proof: { type: 'array', items: schema('Sha256Hex'), maxItems: 128 },
+      },
+      additionalProperties: false,
+    },
     RetryResult: {
       type: 'object',
       description: 'Every failed (dead) delivery of the event was queued again as a new delivery (new id, attempt 1) to the same destination.',
@@ -562,6 +642,10 @@ function parameters(): Json {
     },
     DeliveryStatus: { name: 'status', in: 'query', required: false, description: 'Only attempts with this status. An unknown value answers 422.', schema: schema('DeliveryStatus') },
     LogLevel: { name: 'level', in: 'query', required: false, description: 'Minimum level: `warn` gives warnings and errors. An unknown value answers 422. (`debug` lines are never shipped to the log table.)', schema: schema('LogLevel') },
+    EvidenceAttempt: { name: 'attempt', in: 'query', required: false, description: 'The attempt to show; default the latest. Not a positive integer: 400.', schema: { type: 'integer', minimum: 1 } },
+    EvidenceTreeSize: { name: 'tree_size', in: 'query', required: false, description: 'Prove against the checkpoint of exactly this size (404 when there is none or it does not include the leaf); default the newest.', schema: { type: 'integer', minimum: 1 } },
+    ConsistencyFrom: { name: 'from', in: 'query', required: true, description: 'Tree size of the older checkpoint.', schema: { type: 'integer', minimum: 1 } },
+    ConsistencyTo: { name: 'to', in: 'query', required: false, description: 'Tree size of the newer checkpoint; default the newest.', schema: { type: 'integer', minimum: 1 } },
     IdempotencyKey: {
       name: 'Idempotency-Key',
       in: 'header',
@@ -836,6 +920,40 @@ function tenantPaths(): Json {
         description: 'One saved payload.', success: { '200': ok('The saved payload.', 'SavedPayload') }, forbidden: 'ForbiddenReadResource', notFound: 'no such saved payload',
       }),
     },
+    [`${P}/evidence/{delivery_id}`]: {
+      parameters: [tenant, idParam('DeliveryId')],
+      get: tenantOperation({
+        operationId: 'getDeliveryEvidence', summary: 'Get the evidence of a delivery', tag: 'Evidence', scope: 'read:evidence', rateLimitRoute: `GET ${T}/evidence/:id`,
+        description: 'The delivery attempt\'s leaf in the evidence log with its inclusion proof and the signed checkpoint it leads to (`confirmed`), or `pending` until the attempt is sealed. A proof reads O(log n) stored subtree hashes. A key limited to resource ids sees only deliveries to those destinations.',
+        parameters: [ref('parameters', 'EvidenceAttempt'), ref('parameters', 'EvidenceTreeSize')],
+        success: { '200': ok('The evidence.', 'DeliveryEvidence') }, forbidden: 'ForbiddenReadResource', notFound: 'no outcome of this delivery (or attempt) is recorded, or `tree_size` names no checkpoint that includes it',
+      }),
+    },
+    [`${P}/evidence-log`]: {
+      parameters: [tenant],
+      get: tenantOperation({
+        operationId: 'getEvidenceLog', summary: 'Describe the evidence log', tag: 'Evidence', scope: 'read:evidence', rateLimitRoute: `GET ${T}/evidence-log`,
+        description: 'The log\'s origin, its checkpoint verifier key and its newest signed checkpoint.',
+        success: { '200': ok('The evidence log.', 'EvidenceLog') }, forbidden: 'ForbiddenRead',
+      }),
+    },
+    [`${P}/evidence-log/checkpoints`]: {
+      parameters: [tenant],
+      get: tenantOperation({
+        operationId: 'listCheckpoints', summary: 'List signed checkpoints', tag: 'Evidence', scope: 'read:evidence', rateLimitRoute: `GET ${T}/evidence-log/checkpoints`,
+        description: `Every signed checkpoint, one per sealed batch, newest first. ${pagingNote}`,
+        parameters: listParams, success: { '200': ok('One page of checkpoints.', 'CheckpointList') }, forbidden: 'ForbiddenRead',
+      }),
+    },
+    [`${P}/evidence-log/consistency`]: {
+      parameters: [tenant],
+      get: tenantOperation({
+        operationId: 'getConsistencyProof', summary: 'Prove that the log only grew', tag: 'Evidence', scope: 'read:evidence', rateLimitRoute: `GET ${T}/evidence-log/consistency`,
+        description: 'An RFC 9162 consistency proof between two signed checkpoints, so a client holding the older one can check that the newer tree contains it unchanged.',
+        parameters: [ref('parameters', 'ConsistencyFrom'), ref('parameters', 'ConsistencyTo')],
+        success: { '200': ok('The two checkpoints and the proof.', 'ConsistencyProof') }, forbidden: 'ForbiddenRead', notFound: 'no checkpoint has the tree size `from` or `to`',
+      }),
+    },
     [`${P}/logs`]: {
       parameters: [tenant],
       get: tenantOperation({
@@ -945,6 +1063,7 @@ export function openApiDocument(options: { errorBase: string; serverUrl?: string
       { name: 'Events', description: 'Operations on received events.' },
       { name: 'Saved payloads', description: 'Named JSON payloads a tenant keeps.' },
       { name: 'Logs', description: 'The tenant\'s pipeline log.' },
+      { name: 'Evidence', description: 'The verifiable log of delivery outcomes: inclusion proofs, signed checkpoints, consistency proofs.' },
       { name: 'Meta', description: 'This document.' },
     ],
     paths: { ...publicPaths(), ...tenantPaths() },

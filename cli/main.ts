@@ -3,10 +3,42 @@ import { errorMessage } from '../core/log';
 import { CliError } from './connect';
 import { keysCreate } from './keys';
 import { dlqReplay } from './dlq';
+import { DEFAULT_STATE_FILE, verifyDeliveryEvidence, type VerifyOptions } from './evidence';
+import { loadConfig } from '../core/config';
+import { readRunFile } from '../infra/local';
+
+/** The options of `evidence verify`, from its arguments and the environment. */
+function evidenceOptions(rest: string[], values: Record<string, string | boolean | undefined>): VerifyOptions {
+  const [deliveryId, ...extra] = rest;
+  if (!deliveryId || extra.length > 0) throw new CliError(`evidence verify takes one delivery id\n${USAGE}`);
+  const tenant = values.tenant;
+  if (typeof tenant !== 'string' || tenant === '') throw new CliError('evidence verify needs --tenant <id>');
+  const apiKey = process.env.HOOKLINE_API_KEY;
+  if (!apiKey) throw new CliError('evidence verify needs the API key in HOOKLINE_API_KEY (a key with read:evidence and read:deliveries)');
+  let attempt: number | undefined;
+  if (values.attempt !== undefined) {
+    if (typeof values.attempt !== 'string' || !/^[1-9]\d{0,8}$/.test(values.attempt)) throw new CliError('--attempt must be a positive integer');
+    attempt = Number(values.attempt);
+  }
+  let apiUrl = typeof values['api-url'] === 'string' ? values['api-url'] : process.env.HOOKLINE_API_URL;
+  if (!apiUrl) apiUrl = readRunFile(loadConfig().dataDir)?.api_url ?? undefined;
+  if (!apiUrl) throw new CliError('no API found: pass --api-url or set HOOKLINE_API_URL (or run it beside `npm start`)');
+  return {
+    deliveryId,
+    tenant,
+    apiKey,
+    apiUrl,
+    attempt,
+    stateFile: typeof values.state === 'string' ? values.state : DEFAULT_STATE_FILE,
+    verifierKey: typeof values['verifier-key'] === 'string' ? values['verifier-key'] : undefined,
+  };
+}
 
 const USAGE = `usage:
   npm run cli -- keys create --tenant <id> --scopes <comma,list|all> [--expires-at <ISO time>] [--resources <id,id>]
-  npm run cli -- dlq replay --destination <destination id> [--no-progress]`;
+  npm run cli -- dlq replay --destination <destination id> [--no-progress]
+  npm run cli -- evidence verify <delivery id> --tenant <id> [--attempt <n>] [--api-url <url>] [--state <file>] [--verifier-key <key>]
+                 (the API key comes from HOOKLINE_API_KEY)`;
 
 async function main(argv: string[]): Promise<void> {
   const { positionals, values } = parseArgs({
@@ -19,11 +51,20 @@ async function main(argv: string[]): Promise<void> {
       resources: { type: 'string' },
       destination: { type: 'string' },
       'no-progress': { type: 'boolean' },
+      attempt: { type: 'string' },
+      'api-url': { type: 'string' },
+      state: { type: 'string' },
+      'verifier-key': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
   if (values.help) {
     process.stdout.write(`${USAGE}\n`);
+    return;
+  }
+  if (positionals[0] === 'evidence' && positionals[1] === 'verify') {
+    const result = await verifyDeliveryEvidence(evidenceOptions(positionals.slice(2), values));
+    process.stdout.write(`${JSON.stringify(result)}\n`);
     return;
   }
   const command = positionals.join(' ');

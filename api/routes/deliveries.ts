@@ -7,7 +7,8 @@ import { parseLimit } from '../paging';
 
 export const DELIVERY_STATUSES = ['delivered', 'retrying', 'failed'] as const;
 
-interface DeliveryRow {
+/** One attempt as the deliveries table gives it to the API. */
+export interface DeliveryRow {
   delivery_id: string;
   attempt_number: number;
   event_id: string;
@@ -16,6 +17,7 @@ interface DeliveryRow {
   response_code: number | null;
   attempted_at_text: string;
   error_message: string | null;
+  body_sha256: string;
 }
 
 /** A DateTime64(3) as ClickHouse prints it; cursors carry it and must not carry anything else. */
@@ -57,7 +59,7 @@ export function deliveriesRouter(clickhouse: ClickHouseClient, database: string)
       params.resources = key.resource_ids;
     }
     const rs = await clickhouse.query({
-      query: `SELECT delivery_id, attempt_number, event_id, destination_id, status, response_code, toString(attempted_at) AS attempted_at_text, error_message
+      query: `SELECT delivery_id, attempt_number, event_id, destination_id, status, response_code, toString(attempted_at) AS attempted_at_text, error_message, body_sha256
               FROM ${database}.deliveries FINAL
               WHERE ${where.join(' AND ')}
               ORDER BY attempted_at DESC, delivery_id DESC, attempt_number DESC
@@ -77,6 +79,7 @@ export function deliveriesRouter(clickhouse: ClickHouseClient, database: string)
         response_code: r.response_code,
         attempt_number: r.attempt_number,
         attempted_at: isoFromClickHouse(r.attempted_at_text),
+        body_sha256: r.body_sha256,
         ...(r.error_message ? { error_message: r.error_message } : {}),
       })),
       next_cursor: rows.length > limit && last ? encodeCursor([last.attempted_at_text, last.delivery_id, last.attempt_number], filters) : null,
@@ -87,7 +90,7 @@ export function deliveriesRouter(clickhouse: ClickHouseClient, database: string)
   router.get('/:deliveryId', requireScope('read:deliveries'), async (req, res) => {
     const key = authOf(res);
     const rs = await clickhouse.query({
-      query: `SELECT delivery_id, attempt_number, event_id, destination_id, status, response_code, toString(attempted_at) AS attempted_at_text, error_message
+      query: `SELECT delivery_id, attempt_number, event_id, destination_id, status, response_code, toString(attempted_at) AS attempted_at_text, error_message, body_sha256
               FROM ${database}.deliveries FINAL WHERE tenant_id = {tenant:String} AND delivery_id = {id:String} ORDER BY attempt_number`,
       query_params: { tenant: key.tenant_id, id: String(req.params.deliveryId) },
       format: 'JSONEachRow',
@@ -104,12 +107,14 @@ export function deliveriesRouter(clickhouse: ClickHouseClient, database: string)
       response_code: last.response_code,
       attempt_number: last.attempt_number,
       attempted_at: isoFromClickHouse(last.attempted_at_text),
+      body_sha256: last.body_sha256,
       ...(last.error_message ? { error_message: last.error_message } : {}),
       attempts: attempts.map((a) => ({
         attempt_number: a.attempt_number,
         status: a.status,
         response_code: a.response_code,
         attempted_at: isoFromClickHouse(a.attempted_at_text),
+        body_sha256: a.body_sha256,
         ...(a.error_message ? { error_message: a.error_message } : {}),
       })),
     });

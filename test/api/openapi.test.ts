@@ -13,6 +13,8 @@ import { eventsRouter } from '../../api/routes/events';
 import { flowsRouter } from '../../api/routes/flows';
 import { ingestersRouter } from '../../api/routes/ingesters';
 import { logsRouter } from '../../api/routes/logs';
+import { evidenceLogRouter, evidenceRouter } from '../../api/routes/evidence';
+import { EvidenceStore } from '../../platform/evidence/store';
 import { savedPayloadsRouter } from '../../api/routes/saved-payloads';
 import { Logger } from '../../core/log';
 import { SCOPES } from '../../core/scopes';
@@ -370,6 +372,8 @@ describe('OpenAPI document', () => {
       idempotencyTtlSeconds: 60,
       rateLimits: { default: { limit: 1, windowSeconds: 60 }, routes: {} },
       disabledWriteGroups: SCOPES.filter((s) => s.startsWith('write:')),
+      evidence: new EvidenceStore(svc.clickhouse, svc.config.clickhouseDatabase),
+      evidenceLog: svc.service.evidenceLog!,
     };
     locked = await serve(createApp({ errorBase: () => errorBase, log, probe: healthProbe({}), build: buildInfo(), services: () => services }));
   });
@@ -465,7 +469,7 @@ describe('OpenAPI document', () => {
         if (isObject(op.requestBody)) expect(isObject(op.requestBody.content)).toBe(true);
       }
     }
-    expect(operationIds.size).toBe(24);
+    expect(operationIds.size).toBe(28);
   });
 
   it('documents every route the express app registers, with the scope each route checks', async () => {
@@ -485,6 +489,8 @@ describe('OpenAPI document', () => {
       ['/delivery-flows', flowsRouter(store)],
       ['/saved-payloads', savedPayloadsRouter(store)],
       ['/logs', logsRouter(svc.clickhouse, db)],
+      ['/evidence', evidenceRouter(new EvidenceStore(svc.clickhouse, db), svc.clickhouse, db)],
+      ['/evidence-log', evidenceLogRouter(new EvidenceStore(svc.clickhouse, db), svc.service.evidenceLog!)],
     ];
     const tenantRoutes: string[] = [];
     for (const [mount, router] of mounts) routesOf(router, `/v1/tenants/:tenantId${mount}`, tenantRoutes);
@@ -664,6 +670,7 @@ describe('OpenAPI document', () => {
     expectProblem(await call('getSavedPayload', { payload_id: payloadId }, { key: limitedKey }), 403, 'permission-denied', { resource_id: payloadId });
   });
 
+  let checkpointSize = 0;
   it('hooks, deliveries, retries and logs', async () => {
     // the first attempt to B fails, which is final with a one-attempt schedule; later ones succeed
     flakyReceiver.respondBy((_req, i) => ({ status: i === 0 ? 500 : 200 }));
@@ -729,6 +736,25 @@ describe('OpenAPI document', () => {
     expect(fields(await call('listLogs', {}, { query: `level=error&cursor=${String(bodyOf(first).next_cursor)}` }))).toEqual(['cursor']);
     expectProblem(await call('listLogs', {}, { query: 'level=loud' }), 422, 'unprocessable-entity');
     expect(fields(await call('listLogs', {}, { query: 'limit=1000' }))).toEqual(['limit']);
+
+    // evidence: the dead delivery's attempt is sealed into the log
+    const evidence = await eventually('confirmed evidence', async () => {
+      const e = await call('getDeliveryEvidence', { delivery_id: deadDeliveryId }, { query: 'attempt=1' });
+      return bodyOf(e).status === 'confirmed' ? e : undefined;
+    });
+    expect(bodyOf(evidence)).toMatchObject({ delivery_id: deadDeliveryId, attempt_number: 1 });
+    expectProblem(await call('getDeliveryEvidence', { delivery_id: MISSING.delivery_id! }), 404, 'not-found');
+    expectProblem(await call('getDeliveryEvidence', { delivery_id: deadDeliveryId }, { key: limitedKey }), 403, 'permission-denied', { resource_id: destB });
+    expect(fields(await call('getDeliveryEvidence', { delivery_id: deadDeliveryId }, { query: 'attempt=first' }))).toEqual(['attempt']);
+    const logInfo = await call('getEvidenceLog');
+    const latest = bodyOf(logInfo).latest_checkpoint as Json;
+    checkpointSize = Number(latest.tree_size);
+    const checkpoints = await call('listCheckpoints', {}, { query: 'limit=1' });
+    expect((bodyOf(checkpoints).checkpoints as Json[])[0]).toEqual(latest);
+    const consistent = await call('getConsistencyProof', {}, { query: `from=${String(latest.tree_size)}` });
+    expect(bodyOf(consistent).consistency_proof).toEqual([]);
+    expectProblem(await call('getConsistencyProof', {}, { query: `from=${Number(latest.tree_size) + 1_000_000}` }), 404, 'not-found');
+    expect(fields(await call('getConsistencyProof', {}, { query: 'from=1&to=x' }))).toEqual(['to']);
   }, 120_000);
 
   it('answers the errors every tenant operation shares as documented', async () => {
@@ -778,7 +804,9 @@ describe('OpenAPI document', () => {
   it('answers 403 write-tool-disabled for disabled write groups and 429 over the rate limit', async () => {
     for (const o of tenantOperations()) {
       const params = isWrite(o) ? missingParams(o) : { ...missingParams(o), destination_id: destA, ingester_id: ingGeneric, flow_id: flowId, delivery_id: deadDeliveryId, payload_id: payloadId };
-      const options = { target: locked.url, ...(isWrite(o) ? { json: {} } : {}) };
+      // the consistency route needs the size of a checkpoint that exists
+      const query = o.operationId === 'getConsistencyProof' ? { query: `from=${checkpointSize}` } : {};
+      const options = { target: locked.url, ...query, ...(isWrite(o) ? { json: {} } : {}) };
       const first = await call(o.operationId, params, options);
       if (isWrite(o)) expectProblem(first, 403, 'write-tool-disabled', { tool_group: o.op['x-required-scope'] });
       else expect(first.status).toBe(200);
