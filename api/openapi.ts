@@ -438,7 +438,7 @@ function schemas(errorBase: string): Json {
       additionalProperties: false,
     },
     DeliveryEvidence: {
-      description: 'Evidence of one delivery attempt (the latest unless `attempt` is given). `confirmed`: the attempt is leaf `leaf_index` of the evidence log and `inclusion_proof` (RFC 9162 audit path, leaf to root) leads from `leaf_hash` to `integrity_root`, the root of the signed `checkpoint` of `tree_size` leaves (the newest, unless `tree_size` is given). `pending`: the outcome is recorded but not sealed yet; `leaf_hash` is the hash its leaf will have. The leaf bytes are the canonical JSON of the attempt described in docs/evidence.md.',
+      description: 'Evidence of one delivery attempt (the latest sealed one unless `attempt` is given; `pending` when none is sealed yet). `confirmed`: the attempt is leaf `leaf_index` of the evidence log and `inclusion_proof` (RFC 9162 audit path, leaf to root) leads from `leaf_hash` to `integrity_root`, the root of the signed `checkpoint` of `tree_size` leaves (the newest, unless `tree_size` is given). `pending`: the outcome is recorded but not sealed yet; `leaf_hash` is the hash its leaf will have. The leaf bytes are the canonical JSON of the attempt described in docs/evidence.md.',
       oneOf: [
         {
           type: 'object',
@@ -642,7 +642,7 @@ function parameters(): Json {
     },
     DeliveryStatus: { name: 'status', in: 'query', required: false, description: 'Only attempts with this status. An unknown value answers 422.', schema: schema('DeliveryStatus') },
     LogLevel: { name: 'level', in: 'query', required: false, description: 'Minimum level: `warn` gives warnings and errors. An unknown value answers 422. (`debug` lines are never shipped to the log table.)', schema: schema('LogLevel') },
-    EvidenceAttempt: { name: 'attempt', in: 'query', required: false, description: 'The attempt to show; default the latest. Not a positive integer: 400.', schema: { type: 'integer', minimum: 1 } },
+    EvidenceAttempt: { name: 'attempt', in: 'query', required: false, description: 'The attempt to show; default the latest sealed one. Not a positive integer: 400.', schema: { type: 'integer', minimum: 1 } },
     EvidenceTreeSize: { name: 'tree_size', in: 'query', required: false, description: 'Prove against the checkpoint of exactly this size (404 when there is none or it does not include the leaf); default the newest.', schema: { type: 'integer', minimum: 1 } },
     ConsistencyFrom: { name: 'from', in: 'query', required: true, description: 'Tree size of the older checkpoint.', schema: { type: 'integer', minimum: 1 } },
     ConsistencyTo: { name: 'to', in: 'query', required: false, description: 'Tree size of the newer checkpoint; default the newest.', schema: { type: 'integer', minimum: 1 } },
