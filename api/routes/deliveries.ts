@@ -4,6 +4,7 @@ import { AppError } from '../../core/errors';
 import { authOf, requireResource, requireScope } from '../auth';
 import { decodeCursor, encodeCursor } from '../cursor';
 import { parseLimit } from '../paging';
+import { CH_TIME, isoFromClickHouse } from '../../platform/clickhouse/time';
 
 export const DELIVERY_STATUSES = ['delivered', 'retrying', 'failed'] as const;
 
@@ -18,14 +19,6 @@ export interface DeliveryRow {
   attempted_at_text: string;
   error_message: string | null;
   body_sha256: string;
-}
-
-/** A DateTime64(3) as ClickHouse prints it; cursors carry it and must not carry anything else. */
-export const CH_TIME = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{3}$/;
-
-/** `2026-01-02 03:04:05.678` (ClickHouse, UTC) -> `2026-01-02T03:04:05.678Z`. */
-export function isoFromClickHouse(value: string): string {
-  return `${value.replace(' ', 'T')}Z`;
 }
 
 export function deliveriesRouter(clickhouse: ClickHouseClient, database: string): Router {

@@ -7,7 +7,8 @@ import type { EvidenceStore, CheckpointRow } from '../../platform/evidence/store
 import { authOf, requireResource, requireScope } from '../auth';
 import { decodeCursor, encodeCursor } from '../cursor';
 import { parseLimit } from '../paging';
-import { isoFromClickHouse, type DeliveryRow } from './deliveries';
+import type { DeliveryRow } from './deliveries';
+import { isoFromClickHouse } from '../../platform/clickhouse/time';
 
 /** What a client needs to check checkpoints on its own. */
 export interface EvidenceLogInfo {

@@ -5,7 +5,7 @@ import { LOG_LEVELS } from '../../core/config';
 import { authOf, requireScope } from '../auth';
 import { decodeCursor, encodeCursor } from '../cursor';
 import { parseLimit } from '../paging';
-import { CH_TIME, isoFromClickHouse } from './deliveries';
+import { CH_TIME, isoFromClickHouse } from '../../platform/clickhouse/time';
 
 interface LogRow {
   id: string;

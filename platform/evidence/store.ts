@@ -1,4 +1,5 @@
 import type { ClickHouseClient } from '@clickhouse/client';
+import { isoFromClickHouse } from '../clickhouse/time';
 import { consistencyProof, consistencyProofNodes, inclusionProof, inclusionProofNodes, nodeKey, type NodeRef } from '../../core/merkle';
 
 export interface CheckpointRow {
@@ -27,8 +28,6 @@ export interface LeafRow {
   sealed_at: string;
 }
 
-const iso = (chTime: string) => `${chTime.replace(' ', 'T')}Z`;
-
 interface RawCheckpoint {
   tree_size: string;
   root_hash: string;
@@ -36,7 +35,7 @@ interface RawCheckpoint {
   sealed_at_text: string;
 }
 
-const checkpointOf = (r: RawCheckpoint): CheckpointRow => ({ tree_size: Number(r.tree_size), root_hash: r.root_hash, checkpoint: r.checkpoint, sealed_at: iso(r.sealed_at_text) });
+const checkpointOf = (r: RawCheckpoint): CheckpointRow => ({ tree_size: Number(r.tree_size), root_hash: r.root_hash, checkpoint: r.checkpoint, sealed_at: isoFromClickHouse(r.sealed_at_text) });
 
 /**
  * Reads the evidence log's query copy: leaves by delivery, signed checkpoints, and proofs
@@ -87,7 +86,7 @@ export class EvidenceStore {
     const r = rows[0];
     if (!r) return null;
     const { attempted_at_text, sealed_at_text, ...rest } = r;
-    return { ...rest, leaf_index: Number(r.leaf_index), attempted_at: iso(attempted_at_text), sealed_at: iso(sealed_at_text) };
+    return { ...rest, leaf_index: Number(r.leaf_index), attempted_at: isoFromClickHouse(attempted_at_text), sealed_at: isoFromClickHouse(sealed_at_text) };
   }
 
   /** Stored subtree hashes by node; a node that is not stored is missing from the map. */
