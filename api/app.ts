@@ -23,6 +23,10 @@ import { logsRouter } from './routes/logs';
 import type { ReplayDeps } from '../platform/replay/replay';
 import type { EvidenceStore } from '../platform/evidence/store';
 import { evidenceLogRouter, evidenceRouter, type EvidenceLogInfo } from './routes/evidence';
+import { Operations, type OperationsDeps } from './mcp/checks';
+import { InProcessApi } from './mcp/probe';
+import { mcpHandler, toolCatalogue, type ListedTool } from './mcp/server';
+import { mcpRouter } from './routes/mcp';
 
 /** What the API needs once the service is up. */
 export interface ApiServices {
@@ -41,6 +45,9 @@ export interface ApiServices {
   disabledWriteGroups: readonly string[];
   evidence: EvidenceStore;
   evidenceLog: EvidenceLogInfo;
+  destinationHttpsOnly: boolean;
+  /** What the live checks of the evidence surface read (the API adds its own probe). */
+  operations: Omit<OperationsDeps, 'probe'>;
 }
 
 export interface ApiOptions {
@@ -51,6 +58,8 @@ export interface ApiOptions {
   build: BuildInfo;
   /** Resolves the services once start-up has finished; until then routes answer 503. */
   services(): ApiServices | undefined;
+  /** Base URL of the server this app is served by, once it listens (probes and tools call it). */
+  selfUrl?: () => string | undefined;
   /** Routers mounted before the API's own (the Hook URLs). */
   extraRouters?: () => Router | undefined;
 }
@@ -115,6 +124,17 @@ export function createApp(options: ApiOptions): Express {
     };
   };
 
+  // probes and MCP tools send requests into this same app, and authenticate through it
+  let inProcess: InProcessApi | undefined;
+  const inProcessOf = (s: ApiServices) => {
+    if (!inProcess) {
+      inProcess = new InProcessApi(s.store, options.selfUrl ?? (() => undefined));
+    }
+    return inProcess;
+  };
+  let tools: ListedTool[] | undefined;
+  const toolsOf = () => (tools ??= toolCatalogue((openApiDocument({ errorBase: options.errorBase() }) as { components: { schemas: Record<string, Record<string, unknown>> } }).components.schemas));
+
   app.get('/v1/openapi.json', (_req, res) => {
     res.json(openApiDocument({ errorBase: options.errorBase() }));
   });
@@ -135,13 +155,13 @@ export function createApp(options: ApiOptions): Express {
         res.locals.disabledWriteGroups = disabled;
         next();
       });
-      tenant.use(authenticate(s.store));
+      tenant.use(authenticate(inProcessOf(s).lookup()));
       tenant.use(requireTenant);
       // before idempotency, so a 429 is never stored as the answer to a key
       tenant.use(rateLimit({ redis: s.redis, prefix: s.redisPrefix, limits: s.rateLimits, log: options.log }));
       tenant.use(jsonBody());
       tenant.use(idempotency({ redis: s.redis, prefix: s.redisPrefix, ttlSeconds: s.idempotencyTtlSeconds, log: options.log }));
-      tenant.use('/destinations', destinationsRouter(s.store, s.claims));
+      tenant.use('/destinations', destinationsRouter(s.store, s.claims, { httpsOnly: s.destinationHttpsOnly }));
       tenant.use('/ingesters', ingestersRouter(s.store, s.publicBaseUrl));
       tenant.use('/deliveries', deliveriesRouter(s.clickhouse, s.clickhouseDatabase));
       tenant.use('/events', eventsRouter(s.clickhouse, s.clickhouseDatabase, s.store, s.replay));
@@ -151,6 +171,27 @@ export function createApp(options: ApiOptions): Express {
       tenant.use('/evidence', evidenceRouter(s.evidence, s.clickhouse, s.clickhouseDatabase));
       tenant.use('/evidence-log', evidenceLogRouter(s.evidence, s.evidenceLog));
       return tenant;
+    }),
+  );
+
+  app.use(
+    '/v1/mcp',
+    whenReady((s) => {
+      const api = inProcessOf(s);
+      const operations = new Operations({ ...s.operations, probe: api });
+      const disabled = new Set<string>(s.disabledWriteGroups);
+      const mcp = express.Router();
+      mcp.use(authenticate(api.lookup()));
+      mcp.use(rateLimit({ redis: s.redis, prefix: s.redisPrefix, limits: s.rateLimits, log: options.log }));
+      mcp.use(jsonBody());
+      const transport = mcpHandler({ deps: { operations, api, evidence: s.evidence, evidenceLog: s.evidenceLog }, tools: toolsOf, disabledWriteGroups: disabled, errorBase: options.errorBase, log: options.log });
+      mcp.use(mcpRouter({ clickhouse: s.clickhouse, database: s.clickhouseDatabase, evidence: s.evidence, store: s.store, operations, tools: toolsOf, disabledWriteGroups: disabled, mcp: transport }));
+      // stateless Streamable HTTP: no server-sent event stream to open, no session to end
+      mcp.all('/', (_req, res, next) => {
+        res.setHeader('allow', 'POST');
+        next(new AppError('method-not-allowed', 'the MCP endpoint takes POST only (stateless Streamable HTTP)'));
+      });
+      return mcp;
     }),
   );
 

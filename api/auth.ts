@@ -82,7 +82,10 @@ export function requireScope(scope: Scope): RequestHandler {
 
 /** Keys limited to some resource ids may act only on those. */
 export function requireResource(res: Response, resourceId: string): void {
-  const key = authOf(res);
+  requireResourceOf(authOf(res), resourceId);
+}
+
+export function requireResourceOf(key: ApiKey, resourceId: string): void {
   if (key.resource_ids && !key.resource_ids.includes(resourceId)) {
     throw new AppError('permission-denied', `this key may not act on ${resourceId}`, { resource_id: resourceId });
   }

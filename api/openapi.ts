@@ -6,6 +6,8 @@ import { ID_PREFIX } from '../core/ids';
 import { PROVIDERS } from '../core/model';
 import { DEFAULT_TOLERANCE_SECONDS, GENERIC_ALGORITHMS, GENERIC_ENCODINGS, MAX_TOLERANCE_SECONDS } from '../core/providers';
 import { SCOPES, type Scope } from '../core/scopes';
+import { CAPABILITIES, PLANES, RUNTIME_PROOFS, TRUST_PROOFS } from '../core/proof-catalogue';
+import { EVENT_STATES } from '../platform/avro/records';
 import { DEFAULT_LIMIT, MAX_LIMIT } from './paging';
 import { DELIVERY_STATUSES } from './routes/deliveries';
 import { MAX_PAYLOAD_BYTES } from './routes/saved-payloads';
@@ -598,6 +600,7 @@ function schemas(errorBase: string): Json {
       },
       additionalProperties: false,
     },
+    ...mcpSchemas(),
     OpenApiDocument: {
       type: 'object',
       description: 'This document.',
@@ -608,6 +611,223 @@ function schemas(errorBase: string): Json {
         paths: { type: 'object' },
         components: { type: 'object' },
       },
+    },
+  };
+}
+
+function mcpSchemas(): Json {
+  const statusCount: Json = { type: 'object', required: ['pass', 'fail', 'unknown'], properties: { pass: { type: 'integer', minimum: 0 }, fail: { type: 'integer', minimum: 0 }, unknown: { type: 'integer', minimum: 0 } }, additionalProperties: false };
+  const attemptEvidence: Json = {
+    type: 'object',
+    required: ['delivery_id', 'attempt_number', 'event_id', 'destination_id', 'status', 'response_code', 'attempted_at', 'evidence_status', 'leaf_index', 'leaf_hash'],
+    properties: {
+      delivery_id: schema('DeliveryId'),
+      attempt_number: { type: 'integer', minimum: 1 },
+      event_id: schema('EventId'),
+      destination_id: schema('DestinationId'),
+      status: schema('DeliveryStatus'),
+      response_code: { type: ['integer', 'null'] },
+      attempted_at: schema('Timestamp'),
+      evidence_status: { enum: ['confirmed', 'pending'], description: '`confirmed` once a signed checkpoint includes the attempt\'s leaf.' },
+      leaf_index: { type: ['integer', 'null'], minimum: 0 },
+      leaf_hash: nullable(schema('Sha256Hex')),
+    },
+    additionalProperties: false,
+  };
+  return {
+    ProofStatus: { enum: ['pass', 'fail', 'unknown'], description: '`pass`: the check held when measured; `fail`: it did not, or could not be measured (the error is in `observed`); `unknown`: nothing to judge yet (e.g. no checkpoint sealed, no offset sample old enough).' },
+    Proof: {
+      type: 'object',
+      description: 'One live check, measured when asked. `observed` holds the values it measured; its members differ per proof (README: Runtime and trust proofs).',
+      required: ['id', 'title', 'scope', 'criterion', 'status', 'observed', 'measured_at', 'duration_ms'],
+      properties: {
+        id: { type: 'string', enum: [...RUNTIME_PROOFS, ...TRUST_PROOFS].map((p) => p.id) },
+        title: { type: 'string' },
+        scope: { enum: ['service', 'tenant'], description: '`tenant`: measured over the caller\'s tenant only.' },
+        criterion: { type: 'string' },
+        status: schema('ProofStatus'),
+        observed: { type: 'object' },
+        measured_at: schema('Timestamp'),
+        duration_ms: { type: 'integer', minimum: 0 },
+      },
+      additionalProperties: false,
+    },
+    ProofList: {
+      type: 'object',
+      required: ['proofs', 'summary', 'measured_at'],
+      properties: { proofs: { type: 'array', items: schema('Proof') }, summary: statusCount, measured_at: schema('Timestamp') },
+      additionalProperties: false,
+    },
+    Capabilities: {
+      type: 'object',
+      required: ['capabilities', 'measured_at'],
+      properties: {
+        capabilities: {
+          type: 'array',
+          items: {
+            type: 'object',
+            required: ['id', 'kind', 'title', 'status', 'proofs'],
+            properties: {
+              id: { type: 'string', enum: CAPABILITIES.map((c) => c.id) },
+              kind: { enum: ['runtime', 'trust'] },
+              title: { type: 'string' },
+              status: schema('ProofStatus'),
+              proofs: { type: 'array', minItems: 1, items: { type: 'object', required: ['id', 'status'], properties: { id: { type: 'string' }, status: schema('ProofStatus') }, additionalProperties: false } },
+            },
+            additionalProperties: false,
+          },
+        },
+        measured_at: schema('Timestamp'),
+      },
+      additionalProperties: false,
+    },
+    PlaneName: { enum: PLANES.map((p) => p.name) },
+    Plane: {
+      type: 'object',
+      required: ['name', 'description', 'status', 'signals'],
+      properties: {
+        name: schema('PlaneName'),
+        description: { type: 'string' },
+        status: { ...schema('ProofStatus'), description: 'The worst status of its signals.' },
+        signals: {
+          type: 'array',
+          minItems: 1,
+          items: {
+            type: 'object',
+            required: ['name', 'status', 'value', 'source'],
+            properties: { name: { type: 'string' }, status: schema('ProofStatus'), value: { description: 'What was measured.' }, source: { type: 'string', description: 'The proof id the signal comes from, or `health` (the dependency checks of /v1/mcp/health).' } },
+            additionalProperties: false,
+          },
+        },
+      },
+      additionalProperties: false,
+    },
+    Planes: {
+      type: 'object',
+      description: 'The operational planes, measured now.',
+      required: ['status', 'planes', 'measured_at'],
+      properties: { status: schema('ProofStatus'), planes: { type: 'array', items: schema('Plane'), minItems: PLANES.length, maxItems: PLANES.length }, measured_at: schema('Timestamp') },
+      additionalProperties: false,
+    },
+    Readiness: {
+      type: 'object',
+      required: ['ready', 'status', 'domains', 'proofs', 'measured_at'],
+      properties: {
+        ready: { type: 'boolean', description: 'No domain fails.' },
+        status: schema('ProofStatus'),
+        domains: { type: 'array', items: { type: 'object', required: ['name', 'status', 'failing'], properties: { name: schema('PlaneName'), status: schema('ProofStatus'), failing: { type: 'array', items: { type: 'string' } } }, additionalProperties: false } },
+        proofs: statusCount,
+        measured_at: schema('Timestamp'),
+      },
+      additionalProperties: false,
+    },
+    NonClaimList: {
+      type: 'object',
+      required: ['non_claims', 'categories'],
+      properties: {
+        non_claims: { type: 'array', items: { type: 'object', required: ['id', 'category', 'statement'], properties: { id: { type: 'string', pattern: '^NC-[0-9]{2}$' }, category: { type: 'string' }, statement: { type: 'string' } }, additionalProperties: false } },
+        categories: { type: 'array', items: { type: 'string' } },
+      },
+      additionalProperties: false,
+    },
+    IntegrityRefList: {
+      type: 'object',
+      description: 'The signed checkpoints of the evidence log (integrity receipts), newest first.',
+      required: ['origin', 'verifier_key', 'refs', 'next_cursor'],
+      properties: {
+        origin: { type: 'string' },
+        verifier_key: { type: 'string' },
+        refs: {
+          type: 'array',
+          items: {
+            type: 'object',
+            required: ['tree_size', 'root_hash', 'origin', 'signature', 'signed_note', 'sealed_at'],
+            properties: {
+              tree_size: { type: 'integer', minimum: 1 },
+              root_hash: schema('Sha256Hex'),
+              origin: { type: 'string' },
+              signature: nullable({ type: 'object', required: ['key_name', 'key_id', 'algorithm', 'signature'], properties: { key_name: { type: 'string' }, key_id: { type: 'string', pattern: '^[0-9a-f]{8}$' }, algorithm: { const: 'ed25519' }, signature: { type: 'string', pattern: '^[A-Za-z0-9+/]{86}==$' } }, additionalProperties: false }),
+              signed_note: { type: 'string' },
+              sealed_at: schema('Timestamp'),
+            },
+            additionalProperties: false,
+          },
+        },
+        next_cursor: schema('NextCursor'),
+      },
+      additionalProperties: false,
+    },
+    Deleted: { type: 'object', required: ['deleted', 'id'], properties: { deleted: { const: true }, id: { type: 'string' } }, additionalProperties: false },
+    DeliveryStatusReport: {
+      type: 'object',
+      description: 'A delivery\'s status and outcome: `outcome` is `delivered`, `failed` (final) or `in_flight` (another attempt is scheduled at `next_attempt_at`); `transitions` are the event\'s event-level and this delivery\'s state transitions, oldest first; `evidence` is the latest attempt\'s evidence status.',
+      required: ['delivery_id', 'event_id', 'destination_id', 'status', 'outcome', 'final', 'attempts', 'last_attempt', 'next_attempt_at', 'transitions', 'evidence'],
+      properties: {
+        delivery_id: schema('DeliveryId'),
+        event_id: schema('EventId'),
+        destination_id: schema('DestinationId'),
+        status: schema('DeliveryStatus'),
+        outcome: { enum: ['delivered', 'failed', 'in_flight'] },
+        final: { type: 'boolean' },
+        attempts: { type: 'integer', minimum: 1 },
+        last_attempt: schema('DeliveryAttempt'),
+        next_attempt_at: nullable(schema('Timestamp')),
+        transitions: { type: 'array', items: { type: 'object', required: ['state', 'at', 'reason'], properties: { state: { type: 'string', enum: [...EVENT_STATES] }, at: schema('Timestamp'), reason: { type: ['string', 'null'] } }, additionalProperties: false } },
+        evidence: {
+          type: 'object',
+          required: ['status', 'attempt_number', 'leaf_index', 'tree_size'],
+          properties: { status: { enum: ['confirmed', 'pending'] }, attempt_number: { type: 'integer', minimum: 1 }, leaf_index: { type: ['integer', 'null'], minimum: 0 }, tree_size: { type: ['integer', 'null'], minimum: 1 } },
+          additionalProperties: false,
+        },
+      },
+      additionalProperties: false,
+    },
+    ResourceEvidence: {
+      type: 'object',
+      description: 'Evidence by identifier. A delivery id answers its `delivery_evidence` (as GET .../evidence/{delivery_id}); an event, destination or ingester (endpoint) id answers its newest delivery attempts (at most 50) with the evidence status of each, counts over all its attempts, and the newest checkpoint.',
+      required: ['id', 'kind'],
+      properties: {
+        id: { type: 'string' },
+        kind: { enum: ['delivery', 'event', 'destination', 'ingester'] },
+        delivery_evidence: schema('DeliveryEvidence'),
+        summary: {
+          type: 'object',
+          required: ['deliveries', 'attempts', 'shown', 'confirmed', 'pending'],
+          properties: { deliveries: { type: 'integer', minimum: 0 }, attempts: { type: 'integer', minimum: 0 }, shown: { type: 'integer', minimum: 0 }, confirmed: { type: 'integer', minimum: 0, description: 'Of the attempts shown.' }, pending: { type: 'integer', minimum: 0, description: 'Of the attempts shown.' } },
+          additionalProperties: false,
+        },
+        attempts: { type: 'array', items: attemptEvidence, maxItems: 50 },
+        checkpoint: nullable(schema('EvidenceCheckpoint')),
+      },
+      oneOf: [
+        { properties: { kind: { const: 'delivery' } }, required: ['delivery_evidence'], not: { anyOf: [{ required: ['summary'] }, { required: ['attempts'] }, { required: ['checkpoint'] }] } },
+        { properties: { kind: { enum: ['event', 'destination', 'ingester'] } }, required: ['summary', 'attempts', 'checkpoint'], not: { required: ['delivery_evidence'] } },
+      ],
+      additionalProperties: false,
+    },
+    McpEndpoints: {
+      type: 'object',
+      required: ['endpoints', 'mcp'],
+      properties: {
+        endpoints: {
+          type: 'array',
+          items: { type: 'object', required: ['method', 'path', 'scope', 'authentication', 'description'], properties: { method: { enum: ['GET', 'POST'] }, path: { type: 'string' }, scope: { anyOf: [{ type: 'string', enum: [...SCOPES] }, { type: 'null' }] }, authentication: { enum: ['none', 'bearer'] }, description: { type: 'string' } }, additionalProperties: false },
+        },
+        mcp: {
+          type: 'object',
+          required: ['path', 'transport', 'tools'],
+          properties: {
+            path: { const: '/v1/mcp' },
+            transport: { const: 'streamable-http' },
+            tools: {
+              type: 'array',
+              items: { type: 'object', required: ['name', 'title', 'group', 'scope', 'enabled'], properties: { name: { type: 'string' }, title: { type: 'string' }, group: { type: 'string', description: '`read`, or the write scope of the tool\'s write group.' }, scope: { anyOf: [{ type: 'string', enum: [...SCOPES] }, { type: 'null' }] }, enabled: { type: 'boolean', description: 'False when configuration disables its write group (DISABLED_WRITE_GROUPS).' } }, additionalProperties: false },
+            },
+          },
+          additionalProperties: false,
+        },
+      },
+      additionalProperties: false,
     },
   };
 }
@@ -967,6 +1187,109 @@ function tenantPaths(): Json {
   };
 }
 
+interface McpOperation {
+  operationId: string;
+  summary: string;
+  description: string;
+  /** null: any valid key. */
+  scope: Scope | null;
+  rateLimitRoute: string;
+  parameters?: Json[];
+  success: Record<string, Json>;
+  notFound?: string;
+  badRequest?: string;
+  unprocessable?: string;
+  /** A 403 of an operation that needs no scope of its own. */
+  forbidden?: Forbidden;
+}
+
+function mcpOperation(o: McpOperation): Json {
+  const responses: Json = { ...o.success };
+  responses['400'] = o.badRequest ? tenantError(`validation-error: ${o.badRequest}`, ['validation-error']) : ref('responses', 'BadRequest');
+  responses['401'] = ref('responses', 'Unauthorized');
+  if (o.scope || o.forbidden) responses['403'] = ref('responses', o.forbidden ?? (o.notFound ? 'ForbiddenReadResource' : 'ForbiddenRead'));
+  if (o.notFound) responses['404'] = tenantError(`not-found: ${o.notFound}`, ['not-found']);
+  responses['413'] = ref('responses', 'PayloadTooLarge');
+  responses['415'] = ref('responses', 'UnsupportedMediaType');
+  if (o.unprocessable) responses['422'] = tenantError(`unprocessable-entity: ${o.unprocessable}`, ['unprocessable-entity']);
+  responses['429'] = ref('responses', 'TooManyRequests');
+  responses['500'] = ref('responses', 'InternalError');
+  responses['503'] = ref('responses', 'ServiceUnavailable');
+  return {
+    operationId: o.operationId,
+    summary: o.summary,
+    description: o.description,
+    tags: ['Evidence surface'],
+    security: [{ bearerAuth: o.scope ? [o.scope] : [] }],
+    'x-required-scope': o.scope,
+    'x-rate-limit-route': o.rateLimitRoute,
+    ...(o.parameters ? { parameters: o.parameters } : {}),
+    responses,
+  };
+}
+
+function mcpPaths(): Json {
+  const idParam = (description: string): Json => ({ name: 'id', in: 'path', required: true, description, schema: { type: 'string', minLength: 1 } });
+  const live = 'Measured when asked: nothing is cached.';
+  const jsonRpc: Json = { type: 'object', required: ['jsonrpc'], properties: { jsonrpc: { const: '2.0' }, id: { type: ['string', 'integer', 'null'] }, result: { type: 'object' }, error: { type: 'object', required: ['code', 'message'], properties: { code: { type: 'integer' }, message: { type: 'string' } } } } };
+  const jsonRpcAnswer = (description: string): Json => ({ description, headers: tenantHeaders(), content: { 'application/json': { schema: { anyOf: [jsonRpc, { type: 'array', items: jsonRpc }] } } } });
+  return {
+    '/v1/mcp': {
+      post: {
+        ...mcpOperation({
+          operationId: 'mcp', summary: 'MCP endpoint (Streamable HTTP)', scope: null, rateLimitRoute: 'POST /v1/mcp',
+          description: `The Model Context Protocol endpoint, stateless Streamable HTTP with JSON answers: send JSON-RPC messages (\`initialize\`, \`tools/list\`, \`tools/call\`, ...) with \`Accept: application/json, text/event-stream\`. Any valid key may connect; \`tools/list\` shows the tools the key's scopes allow and that are enabled, each with its input and output JSON Schema; every result carries \`structuredContent\`. A tool error (a REST answer that is not a success) is a result with \`isError\` and the problem document as text. A \`tools/call\` of a tool whose write group is disabled answers 403 write-tool-disabled (\`tool_group\`), and one whose scope the key lacks 403 insufficient-scope, before the MCP transport sees it. GET and DELETE answer 405: there is no session and no server-sent event stream. ${live}`,
+          success: { '200': jsonRpcAnswer('The JSON-RPC answer(s).'), '202': { description: 'Only notifications or responses were sent: accepted, no body.', headers: tenantHeaders() } },
+          forbidden: 'ForbiddenWrite',
+        }),
+        requestBody: { required: true, description: 'One JSON-RPC 2.0 message or a batch.', content: { 'application/json': { schema: { anyOf: [jsonRpc, { type: 'array', items: jsonRpc }] } } } },
+      },
+    },
+    '/v1/mcp/endpoints': {
+      get: mcpOperation({
+        operationId: 'getMcpEndpoints', summary: 'Evidence endpoints and their scopes', scope: null, rateLimitRoute: 'GET /v1/mcp/endpoints',
+        description: 'The routes of the evidence surface with the scope each needs, and the MCP tools with their group, scope and whether configuration enables them. Any valid key.',
+        success: { '200': ok('The endpoints and tools.', 'McpEndpoints') },
+      }),
+    },
+    '/v1/mcp/evidence/{id}': {
+      get: mcpOperation({
+        operationId: 'getMcpEvidence', summary: 'Evidence by endpoint or resource', scope: 'read:evidence', rateLimitRoute: 'GET /v1/mcp/evidence/:id',
+        description: `Evidence of the key's tenant by identifier: a delivery id answers its proof (with \`attempt\` and \`tree_size\` as on GET .../evidence/{delivery_id}); an event, destination or ingester (endpoint) id its newest delivery attempts with the evidence status of each. ${live}`,
+        parameters: [idParam('A delivery (`dlv_`), event (`evt_`), destination (`dst_`) or ingester (`ing_`) id.'), ref('parameters', 'EvidenceAttempt'), ref('parameters', 'EvidenceTreeSize')],
+        success: { '200': ok('The evidence.', 'ResourceEvidence') },
+        badRequest: 'the id is not a delivery, event, destination or ingester id, or `attempt`/`tree_size` is not a positive integer.',
+        notFound: 'nothing of the key\'s tenant has this id (or no outcome of the delivery is recorded)',
+      }),
+    },
+    '/v1/mcp/deliveries/{delivery_id}/status': {
+      get: mcpOperation({
+        operationId: 'getMcpDeliveryStatus', summary: 'Delivery status and outcome', scope: 'read:deliveries', rateLimitRoute: 'GET /v1/mcp/deliveries/:id/status',
+        description: `One delivery of the key's tenant: its status and outcome, its attempts, the state transitions of its event and of itself, and its evidence status. ${live}`,
+        parameters: [ref('parameters', 'DeliveryId')],
+        success: { '200': ok('The status.', 'DeliveryStatusReport') },
+        notFound: 'no such delivery in the key\'s tenant',
+      }),
+    },
+    '/v1/mcp/planes': {
+      get: mcpOperation({
+        operationId: 'getMcpPlanes', summary: 'Operational planes', scope: 'read:operations', rateLimitRoute: 'GET /v1/mcp/planes',
+        description: `The ingestion, processing, delivery, evidence, query and control planes, each with its status (the worst of its signals) and the signals behind it: the runtime and trust proofs and the dependency checks. Tenant-scoped signals are measured over the key's tenant. ${live}`,
+        success: { '200': { ...ok('The planes.', 'Planes'), headers: tenantHeaders('Cache-Control') } },
+      }),
+    },
+    '/v1/mcp/logs/{id}': {
+      get: mcpOperation({
+        operationId: 'getMcpLogs', summary: 'Logs of a resource', scope: 'read:logs', rateLimitRoute: 'GET /v1/mcp/logs/:id',
+        description: 'The log lines of the key\'s tenant that name the resource as their event, delivery, destination, ingester or correlation id, newest first. Paged as GET .../logs; a cursor is bound to the id and `level`.',
+        parameters: [idParam('An event, delivery, destination, ingester or correlation id.'), ref('parameters', 'LogLevel'), ref('parameters', 'Limit'), ref('parameters', 'Cursor')],
+        success: { '200': ok('One page of log lines (possibly empty).', 'LogList') },
+        unprocessable: '`level` is not one of debug, info, warn, error.',
+      }),
+    },
+  };
+}
+
 function publicPaths(): Json {
   const problemResponse = (description: string, slug: Exclude<ErrorSlug, 'method-not-allowed'>): Json => ({ description, headers: headerRefs(['X-Request-Id']), content: problemContent([slug]) });
   return {
@@ -1039,7 +1362,7 @@ const API_DESCRIPTION = `Webhook ingestion and delivery on Apache Kafka. Webhook
 
 **Request bodies** of tenant routes are JSON only (\`application/json\` or \`*+json\`, at most ${MAX_JSON_BODY}); members the API does not know are ignored.
 
-**Not implemented yet** (in the interface contract): the delivery evidence route \`GET /v1/tenants/{tenant_id}/evidence/{delivery_id}\` and the evidence surface under \`/v1/mcp/\` beyond health.`;
+**Evidence surface.** Routes under \`/v1/mcp/\` take the same keys; the key's own tenant is implied. \`POST /v1/mcp\` is a Model Context Protocol server (Streamable HTTP) whose tools mirror these routes and add live runtime and trust proofs.`;
 
 /** The OpenAPI 3.1 document of the API; `errorBase` is the base of the problem type URIs (ERROR_BASE). */
 export function openApiDocument(options: { errorBase: string; serverUrl?: string }): Record<string, unknown> {
@@ -1064,9 +1387,10 @@ export function openApiDocument(options: { errorBase: string; serverUrl?: string
       { name: 'Saved payloads', description: 'Named JSON payloads a tenant keeps.' },
       { name: 'Logs', description: 'The tenant\'s pipeline log.' },
       { name: 'Evidence', description: 'The verifiable log of delivery outcomes: inclusion proofs, signed checkpoints, consistency proofs.' },
+      { name: 'Evidence surface', description: 'The read-oriented surface under /v1/mcp: the MCP endpoint, planes, delivery status, evidence and logs by resource, all measured live.' },
       { name: 'Meta', description: 'This document.' },
     ],
-    paths: { ...publicPaths(), ...tenantPaths() },
+    paths: { ...publicPaths(), ...mcpPaths(), ...tenantPaths() },
     components: {
       schemas: schemas(errorBase),
       responses: responses(),

@@ -54,6 +54,10 @@ export interface Config {
   evidenceOrigin: string | undefined;
   evidenceBatchSize: number;
   evidenceBatchAgeMs: number;
+  /** Refuse destination URLs that are not https. */
+  destinationHttpsOnly: boolean;
+  /** Thresholds of the runtime proofs. */
+  proofs: { lagThreshold: number; graceMs: number; dlqThreshold: number };
 }
 
 export const STAGE_NAMES = ['api', 'validate', 'filter', 'route', 'deliver', 'retry', 'evidence', 'sink'] as const;
@@ -246,6 +250,12 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     evidenceOrigin: r.noteName('EVIDENCE_ORIGIN'),
     evidenceBatchSize: r.integer('EVIDENCE_BATCH_SIZE', 1_000, 1, 2_000),
     evidenceBatchAgeMs: r.integer('EVIDENCE_BATCH_AGE_MS', 200, 1, 60_000),
+    destinationHttpsOnly: r.boolean('DESTINATION_HTTPS_ONLY', false),
+    proofs: {
+      lagThreshold: r.integer('PROOF_LAG_THRESHOLD', 10_000, 0, 1_000_000_000),
+      graceMs: r.integer('PROOF_GRACE_MS', 300_000, 1_000, 86_400_000),
+      dlqThreshold: r.integer('PROOF_DLQ_THRESHOLD', 1_000, 0, 1_000_000_000),
+    },
   };
   if (r.errors.length > 0) throw new ConfigError(r.errors);
   return config;
@@ -301,5 +311,9 @@ export const SETTINGS: SettingDoc[] = [
   { env: 'EVIDENCE_ORIGIN', default: 'hookline/evidence/<random>', unit: 'string', description: 'Origin (first checkpoint line and key name) given to a generated signing key.' },
   { env: 'EVIDENCE_BATCH_SIZE', default: '1000', unit: 'leaves', description: 'Most delivery outcomes sealed into one signed checkpoint (at most 2000).' },
   { env: 'EVIDENCE_BATCH_AGE_MS', default: '200', unit: 'milliseconds', description: 'Longest an outcome waits before its batch is sealed.' },
+  { env: 'DESTINATION_HTTPS_ONLY', default: 'false', unit: 'boolean', description: 'Refuse destination URLs that are not `https:` (400 on create). Off by default so the quick start can deliver to a local `http:` receiver; TRUST-007 fails while it is off or any destination is `http:`.' },
+  { env: 'PROOF_LAG_THRESHOLD', default: '10000', unit: 'records', description: 'Consumer lag of a stage (PROOF-002) or of the sink (PROOF-004) above which the proof fails.' },
+  { env: 'PROOF_GRACE_MS', default: '300000', unit: 'milliseconds', description: 'How long an accepted event may rest at `received`, or a delivered attempt wait for `acked`, before PROOF-001 counts it as unaccounted; also the slack PROOF-003 and PROOF-010 allow beyond a breaker\'s or a retry tier\'s delay.' },
+  { env: 'PROOF_DLQ_THRESHOLD', default: '1000', unit: 'deliveries', description: 'Dead deliveries of a tenant not yet retried above which PROOF-009 fails.' },
   { env: 'BOOTSTRAP_DEMO_TENANT', default: 'true', unit: 'boolean', description: 'On first start with an empty configuration, create tenant `demo` and print its API key once.' },
 ];

@@ -13,6 +13,7 @@ export const SCOPES = [
   'read:logs',
   'read:payloads',
   'write:payloads',
+  'read:operations',
 ] as const;
 
 export type Scope = (typeof SCOPES)[number];

@@ -42,6 +42,7 @@ import type { EvidenceLogInfo } from '../api/routes/evidence';
 import { INSERT_COLUMNS, runSink, type RowWriter } from '../pipeline/sink/stage';
 import { validateStage } from '../pipeline/validate/stage';
 import { healthProbe, type Connections } from './health';
+import { BreakerBoard } from '../platform/redis/breaker-board';
 import { topology } from './topology';
 
 export interface RunningService {
@@ -56,6 +57,8 @@ export interface RunningService {
   demoKey: string | undefined;
   /** The evidence log's origin and checkpoint key, in a process that runs the API or the evidence stage. */
   evidenceLog: EvidenceLogInfo | undefined;
+  /** What the API serves with, in a process that runs it. */
+  apiServices: ApiServices | undefined;
   stop(): Promise<void>;
 }
 
@@ -82,6 +85,7 @@ export async function startService(config: Config, log = new Logger(config.logLe
     : undefined;
   const evidenceLog: EvidenceLogInfo | undefined = evidenceSigner && { origin: evidenceSigner.name, verifierKey: evidenceSigner.verifierKey, keyId: evidenceSigner.keyId.toString('hex'), publicKey: evidenceSigner.publicKey };
   const connections: Connections = {};
+  const probe = healthProbe(connections);
   let services: ApiServices | undefined;
   let ingest: ReturnType<typeof ingestRouter> | undefined;
   const cleanups: (() => Promise<unknown>)[] = [];
@@ -100,9 +104,10 @@ export async function startService(config: Config, log = new Logger(config.logLe
       const app = createApp({
         errorBase,
         log,
-        probe: healthProbe(connections),
+        probe,
         build: buildInfo(),
         services: () => services,
+        selfUrl: () => url,
         extraRouters: () => ingest,
       });
       const server = http.createServer({ keepAliveTimeout: 65_000 }, app);
@@ -196,7 +201,12 @@ export async function startService(config: Config, log = new Logger(config.logLe
     const agent = createGuardedAgent({ allow: config.destinationAllowedNetworks, connectTimeoutMs: config.deliveryConnectTimeoutMs, totalTimeoutMs: config.deliveryTimeoutMs, connections: config.deliveryPerDestination });
     const sender: HttpSender = undiciSender(agent, { totalTimeoutMs: config.deliveryTimeoutMs });
     cleanups.push(() => sender.close());
-    const breakers = new Breakers(config.breaker, (destinationId, state) => log.info(`circuit breaker ${state}`, { destination_id: destinationId, breaker: state }));
+    // breaker states go to Redis too, where the API's proofs and planes read them
+    const board = new BreakerBoard(redis, config.topicPrefix);
+    const breakers = new Breakers(config.breaker, (destinationId, state) => {
+      log.info(`circuit breaker ${state}`, { destination_id: destinationId, breaker: state });
+      board.record(destinationId, state).catch((err: unknown) => log.warn('breaker state not published', { destination_id: destinationId, error: errorMessage(err) }));
+    });
     cleanups.push(async () => breakers.shutdown());
     const runnerDeps: RunnerDeps = { kafka, producer, codec, log, groupPrefix: `${config.topicPrefix}hookline.` };
     const running: RunningStage[] = [];
@@ -208,6 +218,8 @@ export async function startService(config: Config, log = new Logger(config.logLe
     if (has('filter')) starting.push(runStage(filterStage(topics, store), runnerDeps));
     if (has('route')) starting.push(runStage(routeStage(topics, store), runnerDeps));
     if (has('deliver')) {
+      board.start((err) => log.debug('breaker board heartbeat failed', { error: errorMessage(err) }));
+      cleanups.push(() => board.stop());
       const destinations: DestinationPort = {
         get: (kind, tenantId, id) => store.get(kind, tenantId, id),
         disable: async (d, reason) => {
@@ -241,6 +253,7 @@ export async function startService(config: Config, log = new Logger(config.logLe
     }
 
     ingest = ingestRouter({ topics, config: store, codec, producer: new BatchingProducer(producer, { lingerMs: config.ingestLingerMs }), maxBodyBytes: config.ingestMaxBodyBytes, log });
+    const evidenceStore = clickhouse && new EvidenceStore(clickhouse, config.clickhouseDatabase);
     if (clickhouse) services = { store, clickhouse, clickhouseDatabase: config.clickhouseDatabase, claims: new RedisNameClaims(redis, config.topicPrefix), replay: { producer, codec, topics, redis, prefix: config.topicPrefix },
       publicBaseUrl: resolvePort(config.publicBaseUrl),
       redis,
@@ -248,13 +261,35 @@ export async function startService(config: Config, log = new Logger(config.logLe
       idempotencyTtlSeconds: config.idempotencyTtlSeconds,
       rateLimits: config.rateLimits,
       disabledWriteGroups: config.disabledWriteGroups,
-      evidence: new EvidenceStore(clickhouse, config.clickhouseDatabase),
+      evidence: evidenceStore!,
       evidenceLog: evidenceLog!,
+      destinationHttpsOnly: config.destinationHttpsOnly,
+      operations: {
+        admin,
+        redis,
+        redisPrefix: config.topicPrefix,
+        clickhouse,
+        database: config.clickhouseDatabase,
+        topics,
+        topicSpecs: specs,
+        groupPrefix: runnerDeps.groupPrefix,
+        store,
+        evidence: evidenceStore!,
+        evidenceLog: evidenceLog!,
+        signer: evidenceSigner,
+        breakers: board,
+        breakerResetMs: config.breaker.resetTimeoutMs,
+        thresholds: config.proofs,
+        allow: config.destinationAllowedNetworks,
+        deliveryAgent: agent,
+        httpsOnly: config.destinationHttpsOnly,
+        health: probe,
+      },
     };
     connections.ready = true;
     log.info('service ready', { url, stages: config.stages, data_dir: config.dataDir });
 
-    return { url, topics, store, clickhouse, kafka, demoKey, evidenceLog, stop: stopAll };
+    return { url, topics, store, clickhouse, kafka, demoKey, evidenceLog, apiServices: services, stop: stopAll };
   } catch (err) {
     log.error('start-up failed; stopping what was started', { error: errorMessage(err) });
     await stopAll();

@@ -1,7 +1,8 @@
 import express, { type Router } from 'express';
 import type { ClickHouseClient } from '@clickhouse/client';
 import { AppError } from '../../core/errors';
-import { authOf, requireResource, requireScope } from '../auth';
+import { authOf, requireResourceOf, requireScope } from '../auth';
+import type { ApiKey } from '../../core/model';
 import { decodeCursor, encodeCursor } from '../cursor';
 import { parseLimit } from '../paging';
 import { CH_TIME, isoFromClickHouse } from '../../platform/clickhouse/time';
@@ -81,37 +82,41 @@ export function deliveriesRouter(clickhouse: ClickHouseClient, database: string)
 
   /** One delivery with every attempt, oldest first; its status is the latest attempt's. */
   router.get('/:deliveryId', requireScope('read:deliveries'), async (req, res) => {
-    const key = authOf(res);
-    const rs = await clickhouse.query({
-      query: `SELECT delivery_id, attempt_number, event_id, destination_id, status, response_code, toString(attempted_at) AS attempted_at_text, error_message, body_sha256
-              FROM ${database}.deliveries FINAL WHERE tenant_id = {tenant:String} AND delivery_id = {id:String} ORDER BY attempt_number`,
-      query_params: { tenant: key.tenant_id, id: String(req.params.deliveryId) },
-      format: 'JSONEachRow',
-    });
-    const attempts = await rs.json<DeliveryRow>();
-    const last = attempts[attempts.length - 1];
-    if (!last) throw new AppError('not-found', `delivery ${String(req.params.deliveryId)} does not exist`);
-    requireResource(res, last.destination_id);
-    res.json({
-      id: last.delivery_id,
-      event_id: last.event_id,
-      destination_id: last.destination_id,
-      status: last.status,
-      response_code: last.response_code,
-      attempt_number: last.attempt_number,
-      attempted_at: isoFromClickHouse(last.attempted_at_text),
-      body_sha256: last.body_sha256,
-      ...(last.error_message ? { error_message: last.error_message } : {}),
-      attempts: attempts.map((a) => ({
-        attempt_number: a.attempt_number,
-        status: a.status,
-        response_code: a.response_code,
-        attempted_at: isoFromClickHouse(a.attempted_at_text),
-        body_sha256: a.body_sha256,
-        ...(a.error_message ? { error_message: a.error_message } : {}),
-      })),
-    });
+    res.json(await deliveryWithAttempts(clickhouse, database, authOf(res), String(req.params.deliveryId)));
   });
 
   return router;
+}
+
+/** GET .../deliveries/{id}: the latest attempt and every attempt, oldest first. */
+export async function deliveryWithAttempts(clickhouse: ClickHouseClient, database: string, key: ApiKey, deliveryId: string) {
+  const rs = await clickhouse.query({
+    query: `SELECT delivery_id, attempt_number, event_id, destination_id, status, response_code, toString(attempted_at) AS attempted_at_text, error_message, body_sha256
+            FROM ${database}.deliveries FINAL WHERE tenant_id = {tenant:String} AND delivery_id = {id:String} ORDER BY attempt_number`,
+    query_params: { tenant: key.tenant_id, id: deliveryId },
+    format: 'JSONEachRow',
+  });
+  const attempts = await rs.json<DeliveryRow>();
+  const last = attempts[attempts.length - 1];
+  if (!last) throw new AppError('not-found', `delivery ${deliveryId} does not exist`);
+  requireResourceOf(key, last.destination_id);
+  return {
+    id: last.delivery_id,
+    event_id: last.event_id,
+    destination_id: last.destination_id,
+    status: last.status,
+    response_code: last.response_code,
+    attempt_number: last.attempt_number,
+    attempted_at: isoFromClickHouse(last.attempted_at_text),
+    body_sha256: last.body_sha256,
+    ...(last.error_message ? { error_message: last.error_message } : {}),
+    attempts: attempts.map((a) => ({
+      attempt_number: a.attempt_number,
+      status: a.status,
+      response_code: a.response_code,
+      attempted_at: isoFromClickHouse(a.attempted_at_text),
+      body_sha256: a.body_sha256,
+      ...(a.error_message ? { error_message: a.error_message } : {}),
+    })),
+  };
 }

@@ -14,7 +14,7 @@ export function destinationView(d: Destination) {
   return { id: d.id, name: d.name, url: d.url, status: d.status, created_at: d.created_at, updated_at: d.updated_at, disabled_reason: d.disabled_reason, retry_schedule_ms: d.retry_schedule_ms ?? null };
 }
 
-export function destinationsRouter(store: ConfigStore, claims: NameClaims): Router {
+export function destinationsRouter(store: ConfigStore, claims: NameClaims, options: { httpsOnly?: boolean } = {}): Router {
   const router = express.Router({ mergeParams: true });
 
   router.get('/', requireScope('read:destinations'), (req, res) => {
@@ -29,6 +29,7 @@ export function destinationsRouter(store: ConfigStore, claims: NameClaims): Rout
     const check = new BodyChecker(req.body);
     const name = check.string('name', { required: true, max: 200 });
     const url = check.url('url', { required: true });
+    if (options.httpsOnly && url !== undefined && /^http:/i.test(url.trim())) check.fail('url', 'must be an https: URL on this deployment');
     const schedule = req.body && typeof req.body === 'object' ? (req.body as Record<string, unknown>).retry_schedule_ms : undefined;
     if (schedule !== undefined && schedule !== null) {
       const problem = validateSchedule(schedule);

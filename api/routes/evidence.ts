@@ -4,7 +4,8 @@ import { AppError } from '../../core/errors';
 import { leafBytes } from '../../core/evidence-leaf';
 import { leafHash } from '../../core/merkle';
 import type { EvidenceStore, CheckpointRow } from '../../platform/evidence/store';
-import { authOf, requireResource, requireScope } from '../auth';
+import { authOf, requireResourceOf, requireScope } from '../auth';
+import type { ApiKey } from '../../core/model';
 import { decodeCursor, encodeCursor } from '../cursor';
 import { parseLimit } from '../paging';
 import type { DeliveryRow } from './deliveries';
@@ -20,7 +21,7 @@ export interface EvidenceLogInfo {
 }
 
 /** A non-negative integer query parameter, or undefined when absent. */
-function integerParam(raw: unknown, field: string, min: number): number | undefined {
+export function integerParam(raw: unknown, field: string, min: number): number | undefined {
   if (raw === undefined) return undefined;
   if (typeof raw !== 'string' || !/^\d{1,15}$/.test(raw) || Number(raw) < min) {
     throw new AppError('validation-error', `${field} must be an integer of at least ${min}`, { errors: [{ field, message: `must be an integer of at least ${min}` }] });
@@ -28,7 +29,7 @@ function integerParam(raw: unknown, field: string, min: number): number | undefi
   return Number(raw);
 }
 
-const checkpointBody = (c: CheckpointRow) => ({ tree_size: c.tree_size, root_hash: c.root_hash, signed_note: c.checkpoint, sealed_at: c.sealed_at });
+export const checkpointBody = (c: CheckpointRow) => ({ tree_size: c.tree_size, root_hash: c.root_hash, signed_note: c.checkpoint, sealed_at: c.sealed_at });
 const hex = (b: Buffer) => b.toString('hex');
 
 
@@ -40,60 +41,69 @@ const hex = (b: Buffer) => b.toString('hex');
 export function evidenceRouter(evidence: EvidenceStore, clickhouse: ClickHouseClient, database: string): Router {
   const router = express.Router({ mergeParams: true });
   router.get('/:deliveryId', requireScope('read:evidence'), async (req, res) => {
-    const key = authOf(res);
-    const deliveryId = String(req.params.deliveryId);
     const attempt = integerParam(req.query.attempt, 'attempt', 1);
-    const pinned = integerParam(req.query.tree_size, 'tree_size', 1);
-    const leaf = await evidence.leaf(key.tenant_id, deliveryId, attempt);
-    if (leaf) requireResource(res, leaf.destination_id);
-    const checkpoint = leaf ? await evidence.checkpoint(pinned) : null;
-    if (leaf && pinned !== undefined && (!checkpoint || checkpoint.tree_size <= leaf.leaf_index)) {
-      throw new AppError('not-found', `no checkpoint of ${pinned} leaves includes this delivery's leaf ${leaf.leaf_index}`);
-    }
-    if (leaf && checkpoint && checkpoint.tree_size > leaf.leaf_index) {
-      const proof = await evidence.inclusionProof(leaf.leaf_index, checkpoint.tree_size);
-      res.json({
-        delivery_id: leaf.delivery_id,
-        status: 'confirmed',
-        integrity_root: checkpoint.root_hash,
-        inclusion_proof: proof.map(hex),
-        leaf_hash: leaf.leaf_hash,
-        timestamp: leaf.sealed_at,
-        attempt_number: leaf.attempt_number,
-        leaf_index: leaf.leaf_index,
-        tree_size: checkpoint.tree_size,
-        checkpoint: checkpointBody(checkpoint),
-      });
-      return;
-    }
-    // not sealed yet (or sealed, with its checkpoint still on its way): pending
-    const rs = await clickhouse.query({
-      query: `SELECT delivery_id, attempt_number, event_id, destination_id, status, response_code, toString(attempted_at) AS attempted_at_text, body_sha256
-              FROM ${database}.deliveries FINAL
-              WHERE tenant_id = {tenant:String} AND delivery_id = {id:String} ${attempt === undefined ? '' : 'AND attempt_number = {attempt:UInt32}'}
-              ORDER BY attempt_number DESC LIMIT 1`,
-      query_params: { tenant: key.tenant_id, id: deliveryId, ...(attempt === undefined ? {} : { attempt }) },
-      format: 'JSONEachRow',
-    });
-    const row = (await rs.json<Omit<DeliveryRow, 'error_message'>>())[0];
-    if (!row) throw new AppError('not-found', `delivery ${deliveryId}${attempt === undefined ? '' : ` attempt ${attempt}`} has no recorded outcome`);
-    requireResource(res, row.destination_id);
-    const attemptedAt = isoFromClickHouse(row.attempted_at_text);
-    const bytes = leafBytes({ ...row, tenant_id: key.tenant_id, attempted_at: attemptedAt });
-    res.json({
-      delivery_id: row.delivery_id,
-      status: 'pending',
-      integrity_root: null,
-      inclusion_proof: [],
-      leaf_hash: hex(leafHash(bytes)),
-      timestamp: attemptedAt,
-      attempt_number: row.attempt_number,
-      leaf_index: leaf?.leaf_index ?? null,
-      tree_size: null,
-      checkpoint: null,
-    });
+    const treeSize = integerParam(req.query.tree_size, 'tree_size', 1);
+    res.json(await deliveryEvidence({ evidence, clickhouse, database }, authOf(res), String(req.params.deliveryId), { attempt, treeSize }));
   });
   return router;
+}
+
+/** The evidence of one delivery attempt as GET .../evidence/{delivery_id} answers it. */
+export async function deliveryEvidence(
+  deps: { evidence: EvidenceStore; clickhouse: ClickHouseClient; database: string },
+  key: ApiKey,
+  deliveryId: string,
+  options: { attempt?: number; treeSize?: number } = {},
+) {
+  const { evidence, clickhouse, database } = deps;
+  const { attempt, treeSize: pinned } = options;
+  const leaf = await evidence.leaf(key.tenant_id, deliveryId, attempt);
+  if (leaf) requireResourceOf(key, leaf.destination_id);
+  const checkpoint = leaf ? await evidence.checkpoint(pinned) : null;
+  if (leaf && pinned !== undefined && (!checkpoint || checkpoint.tree_size <= leaf.leaf_index)) {
+    throw new AppError('not-found', `no checkpoint of ${pinned} leaves includes this delivery's leaf ${leaf.leaf_index}`);
+  }
+  if (leaf && checkpoint && checkpoint.tree_size > leaf.leaf_index) {
+    const proof = await evidence.inclusionProof(leaf.leaf_index, checkpoint.tree_size);
+    return {
+      delivery_id: leaf.delivery_id,
+      status: 'confirmed' as const,
+      integrity_root: checkpoint.root_hash,
+      inclusion_proof: proof.map(hex),
+      leaf_hash: leaf.leaf_hash,
+      timestamp: leaf.sealed_at,
+      attempt_number: leaf.attempt_number,
+      leaf_index: leaf.leaf_index,
+      tree_size: checkpoint.tree_size,
+      checkpoint: checkpointBody(checkpoint),
+    };
+  }
+  // not sealed yet (or sealed, with its checkpoint still on its way): pending
+  const rs = await clickhouse.query({
+    query: `SELECT delivery_id, attempt_number, event_id, destination_id, status, response_code, toString(attempted_at) AS attempted_at_text, body_sha256
+            FROM ${database}.deliveries FINAL
+            WHERE tenant_id = {tenant:String} AND delivery_id = {id:String} ${attempt === undefined ? '' : 'AND attempt_number = {attempt:UInt32}'}
+            ORDER BY attempt_number DESC LIMIT 1`,
+    query_params: { tenant: key.tenant_id, id: deliveryId, ...(attempt === undefined ? {} : { attempt }) },
+    format: 'JSONEachRow',
+  });
+  const row = (await rs.json<Omit<DeliveryRow, 'error_message'>>())[0];
+  if (!row) throw new AppError('not-found', `delivery ${deliveryId}${attempt === undefined ? '' : ` attempt ${attempt}`} has no recorded outcome`);
+  requireResourceOf(key, row.destination_id);
+  const attemptedAt = isoFromClickHouse(row.attempted_at_text);
+  const bytes = leafBytes({ ...row, tenant_id: key.tenant_id, attempted_at: attemptedAt });
+  return {
+    delivery_id: row.delivery_id,
+    status: 'pending' as const,
+    integrity_root: null,
+    inclusion_proof: [] as string[],
+    leaf_hash: hex(leafHash(bytes)),
+    timestamp: attemptedAt,
+    attempt_number: row.attempt_number,
+    leaf_index: leaf?.leaf_index ?? null,
+    tree_size: null,
+    checkpoint: null,
+  };
 }
 
 /**

@@ -14,10 +14,10 @@ export interface LocalRedis {
  * A redis-server on a free loopback port with its append-only file under `dataDir`, so
  * idempotency records survive a restart. Losing it never loses an event.
  */
-export async function startLocalRedis(dataDir: string): Promise<LocalRedis> {
+export async function startLocalRedis(dataDir: string, options: { port?: number } = {}): Promise<LocalRedis> {
   requireRedisServer();
   mkdirSync(dataDir, { recursive: true });
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   const child = spawnTethered(
     'redis',
     'redis-server',

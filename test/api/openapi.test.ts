@@ -16,6 +16,7 @@ import { logsRouter } from '../../api/routes/logs';
 import { evidenceLogRouter, evidenceRouter } from '../../api/routes/evidence';
 import { EvidenceStore } from '../../platform/evidence/store';
 import { savedPayloadsRouter } from '../../api/routes/saved-payloads';
+import { mcpRouter, type McpRoutesDeps } from '../../api/routes/mcp';
 import { Logger } from '../../core/log';
 import { SCOPES } from '../../core/scopes';
 import { ingestRouter } from '../../pipeline/ingest/router';
@@ -272,6 +273,7 @@ describe('OpenAPI document', () => {
   let unready: Served;
   let locked: Served;
   let lockedRedis: Redis;
+  let lockedUrl: string | undefined;
   let doc: Json;
   let conf: Conformance;
   let errorBase: string;
@@ -311,7 +313,7 @@ describe('OpenAPI document', () => {
         return encodeURIComponent(v);
       }) + (o.query ? `?${o.query}` : '');
     const headers: Record<string, string> = { ...(o.headers ?? {}) };
-    const key = o.key === undefined ? (entry.path.startsWith('/v1/tenants/') ? svc.apiKey : null) : o.key;
+    const key = o.key === undefined ? (entry.path.startsWith('/v1/tenants/') || (entry.path.startsWith('/v1/mcp') && operationId !== 'getHealth') ? svc.apiKey : null) : o.key;
     if (key !== null) headers.authorization = `Bearer ${key}`;
     let body = o.body;
     if (o.json !== undefined) {
@@ -374,8 +376,11 @@ describe('OpenAPI document', () => {
       disabledWriteGroups: SCOPES.filter((s) => s.startsWith('write:')),
       evidence: new EvidenceStore(svc.clickhouse, svc.config.clickhouseDatabase),
       evidenceLog: svc.service.evidenceLog!,
+      destinationHttpsOnly: false,
+      operations: svc.service.apiServices!.operations,
     };
-    locked = await serve(createApp({ errorBase: () => errorBase, log, probe: healthProbe({}), build: buildInfo(), services: () => services }));
+    locked = await serve(createApp({ errorBase: () => errorBase, log, probe: healthProbe({}), build: buildInfo(), services: () => services, selfUrl: () => lockedUrl }));
+    lockedUrl = locked.url;
   });
 
   afterAll(async () => {
@@ -462,6 +467,12 @@ describe('OpenAPI document', () => {
           expect(Object.keys(securitySchemes)).toContain('bearerAuth');
           expect(Object.keys(responses)).toEqual(expect.arrayContaining(['400', '401', '403', '404', '429', '503']));
           if (method !== 'get') expect(((op.parameters as Json[]) ?? []).map((p) => p.$ref)).toContain('#/components/parameters/IdempotencyKey');
+        } else if (path.startsWith('/v1/mcp') && op.operationId !== 'getHealth') {
+          // the evidence surface: any valid key, plus the route's own scope where it has one
+          const scope = op['x-required-scope'];
+          if (scope !== null) expect(SCOPES).toContain(scope);
+          expect(security).toEqual([{ bearerAuth: scope === null ? [] : [scope] }]);
+          expect(Object.keys(responses)).toEqual(expect.arrayContaining(['400', '401', '429', '503']));
         } else {
           expect(security).toEqual([]);
           expect(op['x-required-scope']).toBeUndefined();
@@ -469,7 +480,7 @@ describe('OpenAPI document', () => {
         if (isObject(op.requestBody)) expect(isObject(op.requestBody.content)).toBe(true);
       }
     }
-    expect(operationIds.size).toBe(28);
+    expect(operationIds.size).toBe(34);
   });
 
   it('documents every route the express app registers, with the scope each route checks', async () => {
@@ -495,6 +506,8 @@ describe('OpenAPI document', () => {
     const tenantRoutes: string[] = [];
     for (const [mount, router] of mounts) routesOf(router, `/v1/tenants/:tenantId${mount}`, tenantRoutes);
     registered.push(...tenantRoutes);
+    // the evidence surface, at its mount path in api/app.ts (its routes only, never called here)
+    routesOf(mcpRouter({ ...({} as McpRoutesDeps), mcp: () => undefined }), '/v1/mcp', registered);
 
     const documented = new Map([...conf.operations.values()].map((o) => [normalise(`${o.method.toUpperCase()} ${o.path}`), o]));
     const registeredSet = new Set(registered.map(normalise));
@@ -755,6 +768,64 @@ describe('OpenAPI document', () => {
     expect(bodyOf(consistent).consistency_proof).toEqual([]);
     expectProblem(await call('getConsistencyProof', {}, { query: `from=${Number(latest.tree_size) + 1_000_000}` }), 404, 'not-found');
     expect(fields(await call('getConsistencyProof', {}, { query: 'from=1&to=x' }))).toEqual(['to']);
+  }, 120_000);
+
+  it('the evidence surface under /v1/mcp answers as documented', async () => {
+    const mcpOps = [...conf.operations.values()].filter((o) => o.path.startsWith('/v1/mcp') && o.operationId !== 'getHealth');
+    const ids: Record<string, Record<string, string>> = {
+      mcp: {},
+      getMcpEndpoints: {},
+      getMcpEvidence: { id: deadDeliveryId },
+      getMcpDeliveryStatus: { delivery_id: deadDeliveryId },
+      getMcpPlanes: {},
+      getMcpLogs: { id: ingGeneric },
+    };
+    expect(mcpOps.map((o) => o.operationId).sort()).toEqual(Object.keys(ids).sort());
+    const rpc = (id: number, method: string) => ({ json: { jsonrpc: '2.0', id, method, params: {} }, headers: { accept: 'application/json, text/event-stream' } });
+    const big = JSON.stringify({ s: 'x'.repeat(1_100_000) });
+    for (const o of mcpOps) {
+      const id = o.operationId;
+      const params = ids[id]!;
+      const post = o.method === 'post' ? rpc(1, 'tools/list') : {};
+      expectProblem(await call(id, params, { key: null, ...post }), 401, 'unauthorized');
+      expect((await call(id, params, { key: null, ...post })).headers['www-authenticate']).toBe('Bearer');
+      expectProblem(await call(id, params, { key: expiredKey, ...post }), 401, 'unauthorized');
+      if (o.op['x-required-scope']) expectProblem(await call(id, params, { key: noScopeKey }), 403, 'insufficient-scope', { required_scope: o.op['x-required-scope'] });
+      expect(fields(await call(id, params, { body: '{"broken', headers: { 'content-type': 'application/json' } }))).toEqual(['body']);
+      expectProblem(await call(id, params, { body: big, headers: { 'content-type': 'application/json' } }), 413, 'payload-too-large');
+      expectProblem(await call(id, params, { body: 'hello', headers: { 'content-type': 'text/plain' } }), 415, 'unsupported-media-type');
+      expectProblem(await call(id, params, { target: unready.url, ...post }), 503, 'service-unavailable');
+      const first = await call(id, params, { target: locked.url, ...post });
+      expect(first.status).toBe(200);
+      expectProblem(await call(id, params, { target: locked.url, ...post }), 429, 'rate-limit-exceeded');
+    }
+
+    // the MCP endpoint: JSON-RPC answers, a notification accepted, tool groups and scopes refused before the transport
+    const init = await call('mcp', {}, { json: { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'oas', version: '1' } } }, headers: { accept: 'application/json, text/event-stream' } });
+    expect(bodyOf(init).result).toMatchObject({ serverInfo: { name: 'hookline' } });
+    expect((await call('mcp', {}, { json: { jsonrpc: '2.0', method: 'notifications/initialized' }, headers: { accept: 'application/json, text/event-stream' } })).status).toBe(202);
+    const callTool = (name: string) => ({ json: { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name, arguments: {} } }, headers: { accept: 'application/json, text/event-stream' } });
+    expectProblem(await call('mcp', {}, { target: locked.url, key: await svc.newKey([...SCOPES]), ...callTool('create_destination') }), 403, 'write-tool-disabled', { tool_group: 'write:destinations' });
+    expectProblem(await call('mcp', {}, { key: noScopeKey, ...callTool('get_planes') }), 403, 'insufficient-scope', { required_scope: 'read:operations' });
+
+    expect(bodyOf(await call('getMcpEndpoints')).mcp).toMatchObject({ path: '/v1/mcp', transport: 'streamable-http' });
+    expect(bodyOf(await call('getMcpPlanes')).planes).toHaveLength(6);
+    expect(bodyOf(await call('getMcpEvidence', { id: deadDeliveryId })).kind).toBe('delivery');
+    expect(bodyOf(await call('getMcpEvidence', { id: destB })).kind).toBe('destination');
+    expect(bodyOf(await call('getMcpEvidence', { id: ingNone })).kind).toBe('ingester');
+    expect(bodyOf(await call('getMcpEvidence', { id: deadEventId })).kind).toBe('event');
+    expect(fields(await call('getMcpEvidence', { id: flowId }))).toEqual(['id']);
+    expect(fields(await call('getMcpEvidence', { id: deadDeliveryId }, { query: 'attempt=x' }))).toEqual(['attempt']);
+    expectProblem(await call('getMcpEvidence', { id: MISSING.delivery_id! }), 404, 'not-found');
+    expectProblem(await call('getMcpEvidence', { id: MISSING.destination_id! }), 404, 'not-found');
+    expectProblem(await call('getMcpEvidence', { id: destB }, { key: limitedKey }), 403, 'permission-denied', { resource_id: destB });
+    expect(bodyOf(await call('getMcpDeliveryStatus', { delivery_id: deadDeliveryId }))).toMatchObject({ delivery_id: deadDeliveryId, outcome: 'failed', final: true });
+    expectProblem(await call('getMcpDeliveryStatus', { delivery_id: MISSING.delivery_id! }), 404, 'not-found');
+    expectProblem(await call('getMcpDeliveryStatus', { delivery_id: deadDeliveryId }, { key: limitedKey }), 403, 'permission-denied', { resource_id: destB });
+    const logs = await call('getMcpLogs', { id: ingGeneric }, { query: 'level=warn&limit=1' });
+    expect((bodyOf(logs).logs as Json[])[0]).toMatchObject({ ingester_id: ingGeneric });
+    expectProblem(await call('getMcpLogs', { id: ingGeneric }, { query: 'level=loud' }), 422, 'unprocessable-entity');
+    expect(fields(await call('getMcpLogs', { id: ingGeneric }, { query: 'limit=0' }))).toEqual(['limit']);
   }, 120_000);
 
   it('answers the errors every tenant operation shares as documented', async () => {

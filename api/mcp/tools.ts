@@ -1,0 +1,267 @@
+import type { ApiKey } from '../../core/model';
+import { NON_CLAIMS } from '../../core/non-claims';
+import { RUNTIME_PROOFS, TRUST_PROOFS } from '../../core/proof-catalogue';
+import type { Scope } from '../../core/scopes';
+import { parseCheckpoint } from '../../core/signed-note';
+import { AppError } from '../../core/errors';
+import type { EvidenceStore } from '../../platform/evidence/store';
+import type { EvidenceLogInfo } from '../routes/evidence';
+import type { Operations, ProbeAnswer } from './checks';
+import type { InProcessApi } from './probe';
+import { decodeCursor, encodeCursor } from '../cursor';
+import { parseLimit } from '../paging';
+
+type Json = Record<string, unknown>;
+
+/** What a tool runs with: the caller's key, its Authorization header, the validated arguments. */
+export interface ToolContext {
+  key: ApiKey;
+  authorization: string;
+  args: Json;
+}
+
+export interface ToolDeps {
+  operations: Operations;
+  api: InProcessApi;
+  evidence: EvidenceStore;
+  evidenceLog: EvidenceLogInfo;
+}
+
+export interface ToolSpec {
+  name: string;
+  title: string;
+  description: string;
+  /** The scope a key needs to call the tool; null: any valid key. */
+  scope: Scope | null;
+  /** `read`, or the write group (write scope) that configuration can disable. */
+  group: 'read' | Scope;
+  /** Components of the OpenAPI document the input is built from (body schema) and the output is. */
+  input: { body?: string; properties?: Json; required?: string[] };
+  output: string;
+  annotations: { readOnlyHint: boolean; destructiveHint?: boolean; idempotentHint?: boolean };
+  run(deps: ToolDeps, ctx: ToolContext): Promise<Json>;
+}
+
+const id = (what: string, pattern?: string): Json => ({ type: 'string', minLength: 1, maxLength: 64, ...(pattern ? { pattern } : {}), description: what });
+const idempotencyKey: Json = { type: 'string', minLength: 1, maxLength: 255, description: 'Sent as the Idempotency-Key header of the write: the same key and arguments give the first answer again and change nothing twice.' };
+const limit: Json = { type: 'integer', minimum: 1, maximum: 200, description: 'Items per page (default 50).' };
+const cursor: Json = { type: 'string', minLength: 1, description: 'The next_cursor of the previous page.' };
+const enc = encodeURIComponent;
+
+/** The JSON body of a 2xx answer, or the problem of another as a tool error. */
+function answerOf(answer: ProbeAnswer): Json {
+  if (answer.status >= 200 && answer.status < 300) return (answer.body ?? {}) as Json;
+  throw new ToolProblem(answer.status, answer.body as Json);
+}
+
+/** A REST answer that is not a success: the tool result is an error carrying its problem document. */
+export class ToolProblem extends Error {
+  constructor(
+    readonly status: number,
+    readonly problem: Json,
+  ) {
+    super(typeof problem?.detail === 'string' ? problem.detail : `answered ${status}`);
+  }
+}
+
+/** A call of a REST route as the caller, with the caller's key (its scopes, limits and rate limits apply). */
+async function rest(deps: ToolDeps, ctx: ToolContext, method: string, path: string, options: { query?: Json; body?: Json; idempotent?: boolean } = {}): Promise<Json> {
+  const qs = new URLSearchParams();
+  for (const [k, v] of Object.entries(options.query ?? {})) if (v !== undefined && v !== null) qs.set(k, String(v));
+  const headers: Record<string, string> = { authorization: ctx.authorization };
+  if (options.body !== undefined) headers['content-type'] = 'application/json';
+  if (typeof ctx.args.idempotency_key === 'string') headers['idempotency-key'] = ctx.args.idempotency_key;
+  const url = `${path}${qs.size > 0 ? `?${qs}` : ''}`;
+  return answerOf(await deps.api.send({ method, url, headers, body: options.body }));
+}
+
+const tenantPath = (ctx: ToolContext, rest: string) => `/v1/tenants/${enc(ctx.key.tenant_id)}${rest}`;
+/** The arguments of a write without the ones that are not body members. */
+const bodyOf = (args: Json, ...drop: string[]): Json => Object.fromEntries(Object.entries(args).filter(([k]) => k !== 'idempotency_key' && !drop.includes(k)));
+
+/** Signature line of a signed note: `— <name> <base64(key id || signature)>`. */
+function signatureOf(note: string) {
+  const block = note.slice(note.lastIndexOf('\n\n') + 2);
+  const line = block.split('\n').find((l) => l.startsWith('\u2014 '));
+  if (!line) return null;
+  const [, name, b64] = line.split(' ');
+  const raw = Buffer.from(b64 ?? '', 'base64');
+  return { key_name: name ?? '', key_id: raw.subarray(0, 4).toString('hex'), algorithm: 'ed25519', signature: raw.subarray(4).toString('base64') };
+}
+
+function proofIds(ids: readonly { id: string }[]): Json {
+  return { type: 'array', items: { type: 'string', enum: ids.map((p) => p.id) }, uniqueItems: true, description: 'Only these proofs (default: all).' };
+}
+
+export const TOOLS: ToolSpec[] = [
+  {
+    name: 'get_capabilities', title: 'Capabilities and their status', group: 'read', scope: 'read:operations',
+    description: 'The runtime and trust capabilities of the service, each with the status of the live proofs behind it.',
+    input: {}, output: 'Capabilities', annotations: { readOnlyHint: true },
+    run: (d, c) => d.operations.capabilities(c.key.tenant_id),
+  },
+  {
+    name: 'get_readiness', title: 'Readiness across domains', group: 'read', scope: 'read:operations',
+    description: 'Whether the service is ready, by domain (ingestion, processing, delivery, evidence, query, control), with the failing signals of each and a count of proofs by status.',
+    input: {}, output: 'Readiness', annotations: { readOnlyHint: true },
+    run: (d, c) => d.operations.readiness(c.key.tenant_id),
+  },
+  {
+    name: 'list_runtime_proofs', title: 'Runtime convergence proofs', group: 'read', scope: 'read:operations',
+    description: 'PROOF-001 to PROOF-010, each measured now: id, title, status (pass, fail, unknown), the observed values and when they were measured.',
+    input: { properties: { ids: proofIds(RUNTIME_PROOFS) } }, output: 'ProofList', annotations: { readOnlyHint: true },
+    run: async (d, c) => proofList(await d.operations.runtimeProofs(c.key.tenant_id), c.args.ids),
+  },
+  {
+    name: 'list_trust_proofs', title: 'Trust lifecycle proofs', group: 'read', scope: 'read:operations',
+    description: 'TRUST-001 to TRUST-010, each measured now (several by probing the running API): id, title, status, observed values, time of measurement.',
+    input: { properties: { ids: proofIds(TRUST_PROOFS) } }, output: 'ProofList', annotations: { readOnlyHint: true },
+    run: async (d, c) => proofList(await d.operations.trustProofs(c.key.tenant_id), c.args.ids),
+  },
+  {
+    name: 'list_non_claims', title: 'What the service does not claim', group: 'read', scope: null,
+    description: 'Explicit statements of what the service does not guarantee, by category.',
+    input: { properties: { category: { type: 'string', enum: [...new Set(NON_CLAIMS.map((n) => n.category))] } } }, output: 'NonClaimList', annotations: { readOnlyHint: true },
+    run: async (_d, c) => ({
+      non_claims: NON_CLAIMS.filter((n) => c.args.category === undefined || n.category === c.args.category),
+      categories: [...new Set(NON_CLAIMS.map((n) => n.category))],
+    }),
+  },
+  {
+    name: 'list_integrity_evidence_refs', title: 'Signed checkpoints of the evidence log', group: 'read', scope: 'read:evidence',
+    description: 'Integrity receipts: the signed checkpoints of the evidence log, newest first, with tree size, root hash and the Ed25519 signature of the log key.',
+    input: { properties: { limit, cursor } }, output: 'IntegrityRefList', annotations: { readOnlyHint: true },
+    run: async (d, c) => {
+      const size = parseLimit(c.args.limit === undefined ? undefined : String(c.args.limit));
+      let before: number | undefined;
+      if (typeof c.args.cursor === 'string') {
+        const [n] = decodeCursor(c.args.cursor, {});
+        if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 1) throw new AppError('validation-error', 'the cursor is not one this tool issued', { errors: [{ field: 'cursor', message: 'is not a valid cursor' }] });
+        before = n;
+      }
+      const rows = await d.evidence.checkpoints(size + 1, before);
+      const page = rows.slice(0, size);
+      const last = page[page.length - 1];
+      return {
+        origin: d.evidenceLog.origin,
+        verifier_key: d.evidenceLog.verifierKey,
+        refs: page.map((r) => ({ tree_size: r.tree_size, root_hash: r.root_hash, origin: parseCheckpoint(r.checkpoint.slice(0, r.checkpoint.lastIndexOf('\n\n') + 1)).origin, signature: signatureOf(r.checkpoint), signed_note: r.checkpoint, sealed_at: r.sealed_at })),
+        next_cursor: rows.length > size && last ? encodeCursor([last.tree_size], {}) : null,
+      };
+    },
+  },
+  {
+    name: 'get_planes', title: 'Operational planes', group: 'read', scope: 'read:operations',
+    description: 'The ingestion, processing, delivery, evidence, query and control planes, each with its status and the signals behind it (as GET /v1/mcp/planes).',
+    input: {}, output: 'Planes', annotations: { readOnlyHint: true },
+    run: (d, c) => rest(d, c, 'GET', '/v1/mcp/planes'),
+  },
+  {
+    name: 'get_delivery_status', title: 'Delivery status and outcome', group: 'read', scope: 'read:deliveries',
+    description: 'The status and outcome of one delivery: its attempts, state transitions and evidence status (as GET /v1/mcp/deliveries/{id}/status).',
+    input: { properties: { delivery_id: id('The delivery (dlv_...).') }, required: ['delivery_id'] }, output: 'DeliveryStatusReport', annotations: { readOnlyHint: true },
+    run: (d, c) => rest(d, c, 'GET', `/v1/mcp/deliveries/${enc(String(c.args.delivery_id))}/status`),
+  },
+  {
+    name: 'get_delivery_evidence', title: 'Evidence of a delivery', group: 'read', scope: 'read:evidence',
+    description: 'The delivery attempt\'s leaf in the evidence log with its RFC 9162 inclusion proof and signed checkpoint, or pending (as GET /v1/tenants/{tenant_id}/evidence/{delivery_id}).',
+    input: { properties: { delivery_id: id('The delivery (dlv_...).'), attempt: { type: 'integer', minimum: 1 }, tree_size: { type: 'integer', minimum: 1 } }, required: ['delivery_id'] },
+    output: 'DeliveryEvidence', annotations: { readOnlyHint: true },
+    run: (d, c) => rest(d, c, 'GET', tenantPath(c, `/evidence/${enc(String(c.args.delivery_id))}`), { query: { attempt: c.args.attempt, tree_size: c.args.tree_size } }),
+  },
+  {
+    name: 'get_evidence', title: 'Evidence by endpoint or resource', group: 'read', scope: 'read:evidence',
+    description: 'Evidence by identifier: a delivery gives its proof; an event, destination or ingester (endpoint) gives its recent delivery attempts with their evidence status (as GET /v1/mcp/evidence/{id}).',
+    input: { properties: { id: id('A delivery, event, destination or ingester id.') }, required: ['id'] }, output: 'ResourceEvidence', annotations: { readOnlyHint: true },
+    run: (d, c) => rest(d, c, 'GET', `/v1/mcp/evidence/${enc(String(c.args.id))}`),
+  },
+  {
+    name: 'list_resource_logs', title: 'Logs of a resource', group: 'read', scope: 'read:logs',
+    description: 'Log lines that name the resource (event, delivery, destination, ingester or correlation id), newest first (as GET /v1/mcp/logs/{id}).',
+    input: { properties: { id: id('The resource id.'), level: { type: 'string', enum: ['debug', 'info', 'warn', 'error'] }, limit, cursor }, required: ['id'] }, output: 'LogList', annotations: { readOnlyHint: true },
+    run: (d, c) => rest(d, c, 'GET', `/v1/mcp/logs/${enc(String(c.args.id))}`, { query: { level: c.args.level, limit: c.args.limit, cursor: c.args.cursor } }),
+  },
+  {
+    name: 'list_deliveries', title: 'Delivery attempts', group: 'read', scope: 'read:deliveries',
+    description: 'Delivery attempts, newest first, optionally by status (as GET /v1/tenants/{tenant_id}/deliveries).',
+    input: { properties: { status: { type: 'string', enum: ['delivered', 'retrying', 'failed'] }, limit, cursor } }, output: 'DeliveryList', annotations: { readOnlyHint: true },
+    run: (d, c) => rest(d, c, 'GET', tenantPath(c, '/deliveries'), { query: { status: c.args.status, limit: c.args.limit, cursor: c.args.cursor } }),
+  },
+  {
+    name: 'get_consistency_proof', title: 'Consistency proof between checkpoints', group: 'read', scope: 'read:evidence',
+    description: 'An RFC 9162 consistency proof from the checkpoint of tree size `from` to that of `to` (default: the newest).',
+    input: { properties: { from: { type: 'integer', minimum: 1 }, to: { type: 'integer', minimum: 1 } }, required: ['from'] }, output: 'ConsistencyProof', annotations: { readOnlyHint: true },
+    run: (d, c) => rest(d, c, 'GET', tenantPath(c, '/evidence-log/consistency'), { query: { from: c.args.from, to: c.args.to } }),
+  },
+  // writes: each in the group of its write scope, through the REST route it mirrors
+  {
+    name: 'create_destination', title: 'Create a destination', group: 'write:destinations', scope: 'write:destinations',
+    description: 'Creates a destination; its signing secret is in this answer only.',
+    input: { body: 'DestinationCreate', properties: { idempotency_key: idempotencyKey } }, output: 'DestinationCreated', annotations: { readOnlyHint: false, destructiveHint: false },
+    run: (d, c) => rest(d, c, 'POST', tenantPath(c, '/destinations'), { body: bodyOf(c.args) }),
+  },
+  {
+    name: 'delete_destination', title: 'Delete a destination', group: 'write:destinations', scope: 'write:destinations',
+    description: 'Deletes a destination and takes it out of every delivery flow.',
+    input: { properties: { destination_id: id('The destination (dst_...).'), idempotency_key: idempotencyKey }, required: ['destination_id'] }, output: 'Deleted', annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true },
+    run: async (d, c) => {
+      await rest(d, c, 'DELETE', tenantPath(c, `/destinations/${enc(String(c.args.destination_id))}`));
+      return { deleted: true, id: String(c.args.destination_id) };
+    },
+  },
+  {
+    name: 'create_ingester', title: 'Create an ingester (endpoint)', group: 'write:ingesters', scope: 'write:ingesters',
+    description: 'Creates an ingester with its provider verification, filters and optionally a delivery flow to destinations; the answer has its Hook URL.',
+    input: { body: 'IngesterCreate', properties: { idempotency_key: idempotencyKey } }, output: 'Ingester', annotations: { readOnlyHint: false, destructiveHint: false },
+    run: (d, c) => rest(d, c, 'POST', tenantPath(c, '/ingesters'), { body: bodyOf(c.args) }),
+  },
+  {
+    name: 'update_ingester', title: 'Update an ingester', group: 'write:ingesters', scope: 'write:ingesters',
+    description: 'Replaces the name and, when given, the provider, config, filters and destinations of an ingester.',
+    input: { body: 'IngesterUpdate', properties: { ingester_id: id('The ingester (ing_...).'), idempotency_key: idempotencyKey }, required: ['ingester_id'] }, output: 'Ingester', annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true },
+    run: (d, c) => rest(d, c, 'PUT', tenantPath(c, `/ingesters/${enc(String(c.args.ingester_id))}`), { body: bodyOf(c.args, 'ingester_id') }),
+  },
+  {
+    name: 'delete_ingester', title: 'Delete an ingester', group: 'write:ingesters', scope: 'write:ingesters',
+    description: 'Deletes an ingester and its delivery flows; its Hook URL answers 404 afterwards.',
+    input: { properties: { ingester_id: id('The ingester (ing_...).'), idempotency_key: idempotencyKey }, required: ['ingester_id'] }, output: 'Deleted', annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true },
+    run: async (d, c) => {
+      await rest(d, c, 'DELETE', tenantPath(c, `/ingesters/${enc(String(c.args.ingester_id))}`));
+      return { deleted: true, id: String(c.args.ingester_id) };
+    },
+  },
+  {
+    name: 'create_delivery_flow', title: 'Create a delivery flow', group: 'write:flows', scope: 'write:flows',
+    description: 'Routes the events of an ingester to destinations.',
+    input: { body: 'DeliveryFlowCreate', properties: { idempotency_key: idempotencyKey } }, output: 'DeliveryFlow', annotations: { readOnlyHint: false, destructiveHint: false },
+    run: (d, c) => rest(d, c, 'POST', tenantPath(c, '/delivery-flows'), { body: bodyOf(c.args) }),
+  },
+  {
+    name: 'delete_delivery_flow', title: 'Delete a delivery flow', group: 'write:flows', scope: 'write:flows',
+    description: 'Deletes a delivery flow.',
+    input: { properties: { flow_id: id('The flow (flw_...).'), idempotency_key: idempotencyKey }, required: ['flow_id'] }, output: 'Deleted', annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true },
+    run: async (d, c) => {
+      await rest(d, c, 'DELETE', tenantPath(c, `/delivery-flows/${enc(String(c.args.flow_id))}`));
+      return { deleted: true, id: String(c.args.flow_id) };
+    },
+  },
+  {
+    name: 'retry_event', title: 'Retry the failed deliveries of an event', group: 'write:events', scope: 'write:events',
+    description: 'Queues every dead delivery of the event again as a new delivery, each dead delivery once.',
+    input: { properties: { event_id: id('The event (evt_...).'), idempotency_key: idempotencyKey }, required: ['event_id'] }, output: 'RetryResult', annotations: { readOnlyHint: false, destructiveHint: false },
+    run: (d, c) => rest(d, c, 'POST', tenantPath(c, `/events/${enc(String(c.args.event_id))}/retry`)),
+  },
+  {
+    name: 'create_saved_payload', title: 'Save a payload', group: 'write:payloads', scope: 'write:payloads',
+    description: 'Keeps a named JSON object, e.g. to send test events.',
+    input: { body: 'SavedPayloadCreate', properties: { idempotency_key: idempotencyKey } }, output: 'SavedPayload', annotations: { readOnlyHint: false, destructiveHint: false },
+    run: (d, c) => rest(d, c, 'POST', tenantPath(c, '/saved-payloads'), { body: bodyOf(c.args) }),
+  },
+];
+
+function proofList(proofs: Awaited<ReturnType<Operations['runtimeProofs']>>, ids: unknown): Json {
+  const wanted = Array.isArray(ids) && ids.length > 0 ? new Set(ids as string[]) : undefined;
+  const chosen = wanted ? proofs.filter((p) => wanted.has(p.id)) : proofs;
+  const count = (s: string) => chosen.filter((p) => p.status === s).length;
+  return { proofs: chosen, summary: { pass: count('pass'), fail: count('fail'), unknown: count('unknown') }, measured_at: new Date().toISOString() };
+}

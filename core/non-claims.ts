@@ -1,0 +1,24 @@
+/**
+ * What the service does not guarantee, by category. list_non_claims answers these and the
+ * README's "What the service does not claim" says the same (a test keeps them in step).
+ */
+export interface NonClaim {
+  id: string;
+  category: 'delivery' | 'ordering' | 'evidence' | 'availability' | 'security' | 'operations' | 'filtering';
+  statement: string;
+}
+
+export const NON_CLAIMS: readonly NonClaim[] = [
+  { id: 'NC-01', category: 'delivery', statement: 'Delivery is at-least-once, not exactly-once: a receiver can see one delivery twice and should deduplicate on `webhook-id`, which stays the same for every attempt of one delivery.' },
+  { id: 'NC-02', category: 'ordering', statement: 'No global ordering: events of one ingester keep their order on their topic partition, deliveries of one destination on theirs, nothing more; retries overtake newer deliveries.' },
+  { id: 'NC-03', category: 'evidence', statement: 'The evidence log proves what the service recorded about each attempt, not what a receiver did with it.' },
+  { id: 'NC-04', category: 'evidence', statement: 'Checkpoints are signed by the service\'s own key and not cosigned by outside witnesses: a client that keeps the checkpoints it saw detects a rewritten log, one that keeps none does not.' },
+  { id: 'NC-05', category: 'evidence', statement: 'One sequencer writes the evidence log at a time, by consumer-group assignment, without Kafka transactions: a sequencer cut off from the group but still producing could race its successor.' },
+  { id: 'NC-06', category: 'availability', statement: 'The embedded ClickHouse engine allows one process per data dir, and the local schema registry is a single writer per topic: neither is highly available.' },
+  { id: 'NC-07', category: 'delivery', statement: 'Circuit breakers are per process: with the deliver stage scaled out, each process learns a destination\'s health on its own.' },
+  { id: 'NC-08', category: 'operations', statement: 'Runtime and trust proofs are point-in-time checks made when asked, not continuous monitoring; a proof that passes now says nothing about the time between two checks.' },
+  { id: 'NC-09', category: 'security', statement: 'Rate limits fail open when Redis is unreachable, rather than refusing every client; TRUST-009 shows it.' },
+  { id: 'NC-10', category: 'security', statement: 'Destination URLs may be http: unless DESTINATION_HTTPS_ONLY is on; TRUST-007 shows it.' },
+  { id: 'NC-11', category: 'filtering', statement: 'Filters see the raw body as JSON only; form-encoded and XML bodies pass only event-type and header rules.' },
+  { id: 'NC-12', category: 'delivery', statement: 'A delivery is final after its retry schedule; dead deliveries wait in the dead-letter queue until retried through the API or the CLI, never automatically.' },
+];

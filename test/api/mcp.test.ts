@@ -1,0 +1,312 @@
+import Ajv2020 from 'ajv/dist/2020';
+import addFormats from 'ajv-formats';
+import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import { RUNTIME_PROOFS, TRUST_PROOFS } from '../../core/proof-catalogue';
+import { NON_CLAIMS } from '../../core/non-claims';
+import { SCOPES } from '../../core/scopes';
+import { TOOLS } from '../../api/mcp/tools';
+import { startReceiver, type Receiver } from '../support/receiver';
+import { eventually, startTestService, type TestService } from '../support/service';
+import { waitForStates } from '../support/flow';
+
+/**
+ * The MCP endpoint through the SDK's own client over Streamable HTTP: every tool listed, called
+ * and its structured result checked against the output schema it advertises; tool groups,
+ * scopes and keys as the REST API has them; the /v1/mcp REST routes beside it.
+ */
+
+type Json = Record<string, any>;
+
+// the package exports only an `import` condition; its built file is loaded by path (see test/unit/providers.test.ts)
+type OctokitWebhooksMethods = typeof import('@octokit/webhooks-methods', { with: { 'resolution-mode': 'import' } });
+const { sign } = require(join(__dirname, '../../node_modules/@octokit/webhooks-methods/dist-node/index.js')) as OctokitWebhooksMethods;
+
+const ajv = new Ajv2020({ strict: false, allErrors: true });
+addFormats(ajv);
+
+async function connect(url: string, key: string | null): Promise<Client> {
+  const client = new Client({ name: 'hookline-test', version: '1.0.0' });
+  const headers: Record<string, string> = key ? { authorization: `Bearer ${key}` } : {};
+  await client.connect(new StreamableHTTPClientTransport(new URL(`${url}/v1/mcp`), { requestInit: { headers } }));
+  return client;
+}
+
+/** One raw JSON-RPC POST, to see the HTTP answer itself. */
+async function rpc(url: string, key: string | null, message: Json): Promise<{ status: number; headers: Headers; body: any }> {
+  const res = await fetch(`${url}/v1/mcp`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...(key ? { authorization: `Bearer ${key}` } : {}) },
+    body: JSON.stringify(message),
+  });
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
+}
+
+describe('MCP endpoint', () => {
+  let svc: TestService;
+  let receiver: Receiver;
+  let client: Client;
+  let tools: Tool[];
+  const ingesterSecret = 'mcp-github-secret-0123456789';
+  let destinationId: string;
+  let ingesterId: string;
+  let eventId: string;
+  let deliveryId: string;
+  let flowId: string;
+  const base = () => `/v1/tenants/${svc.tenantId}`;
+
+  const call = async (name: string, args: Json = {}) => {
+    const result = await client.callTool({ name, arguments: args });
+    return result as { isError?: boolean; structuredContent?: Json; content: { type: string; text: string }[] };
+  };
+  /** Calls a tool that must succeed, and checks its structured result against the tool's own output schema. */
+  const ok = async (name: string, args: Json = {}): Promise<Json> => {
+    const result = await call(name, args);
+    if (result.isError) throw new Error(`${name} failed: ${result.content[0]?.text}`);
+    const tool = tools.find((t) => t.name === name)!;
+    const validate = ajv.compile(tool.outputSchema!);
+    if (!validate(result.structuredContent)) throw new Error(`${name}: ${ajv.errorsText(validate.errors)}\n${JSON.stringify(result.structuredContent).slice(0, 2000)}`);
+    expect(JSON.parse(result.content[0]!.text)).toEqual(result.structuredContent);
+    return result.structuredContent as Json;
+  };
+  const problemOf = (result: { isError?: boolean; content: { text: string }[] }) => {
+    expect(result.isError).toBe(true);
+    return JSON.parse(result.content[0]!.text) as Json;
+  };
+
+  beforeAll(async () => {
+    [svc, receiver] = await Promise.all([
+      startTestService({ LOG_LEVEL: 'warn', DISABLED_WRITE_GROUPS: 'write:payloads', PROOF_GRACE_MS: '2000', RATE_LIMITS: 'default=100000/60s', RETRY_TIERS: '100ms' }),
+      startReceiver(),
+    ]);
+    client = await connect(svc.url, svc.apiKey);
+    tools = (await client.listTools()).tools;
+  });
+
+  afterAll(async () => {
+    await client?.close();
+    await Promise.all([svc?.stop(), receiver?.close()]);
+  });
+
+  it('lists every enabled tool with input and output schemas, and leaves out the disabled write group', () => {
+    const expected = TOOLS.filter((t) => t.group !== 'write:payloads').map((t) => t.name).sort();
+    expect(tools.map((t) => t.name).sort()).toEqual(expected);
+    expect(tools.map((t) => t.name)).not.toContain('create_saved_payload');
+    for (const name of ['get_capabilities', 'get_readiness', 'list_runtime_proofs', 'list_trust_proofs', 'list_non_claims', 'list_integrity_evidence_refs']) {
+      expect(tools.map((t) => t.name)).toContain(name);
+    }
+    for (const tool of tools) {
+      expect(tool.inputSchema.type).toBe('object');
+      expect(tool.outputSchema?.type).toBe('object');
+      // every schema compiles on its own: no reference leads outside it
+      expect(() => ajv.compile(tool.inputSchema)).not.toThrow();
+      expect(() => ajv.compile(tool.outputSchema!)).not.toThrow();
+      expect(typeof tool.annotations?.readOnlyHint).toBe('boolean');
+    }
+  });
+
+  it('write tools create through the REST rules, with idempotency keys', async () => {
+    const created = await ok('create_destination', { name: 'mcp receiver', url: receiver.url, idempotency_key: 'mcp-dest-1' });
+    destinationId = created.id;
+    expect(created.signing_secret).toMatch(/^whsec_/);
+    // the same key and arguments: the first answer again, no second destination
+    expect((await ok('create_destination', { name: 'mcp receiver', url: receiver.url, idempotency_key: 'mcp-dest-1' })).id).toBe(destinationId);
+    const conflict = problemOf(await call('create_destination', { name: 'mcp receiver', url: receiver.url }));
+    expect(conflict).toMatchObject({ status: 409, type: `${svc.config.errorBase}/errors/conflict` });
+    const invalid = problemOf(await call('create_destination', { name: 'no url' }));
+    expect(invalid).toMatchObject({ status: 400, type: `${svc.config.errorBase}/errors/validation-error` });
+    expect(invalid.errors).toEqual([{ field: 'url', message: expect.any(String) }]);
+
+    const ingester = await ok('create_ingester', { name: 'mcp github', provider: 'github', config: { signing_secret: ingesterSecret }, destination_ids: [destinationId] });
+    ingesterId = ingester.id;
+    expect(JSON.stringify(ingester)).not.toContain(ingesterSecret);
+    const updated = await ok('update_ingester', { ingester_id: ingesterId, name: 'mcp github renamed' });
+    expect(updated.name).toBe('mcp github renamed');
+
+    const spare = await ok('create_destination', { name: 'mcp spare', url: receiver.url });
+    const flow = await ok('create_delivery_flow', { name: 'mcp spare flow', ingester_id: ingesterId, destination_ids: [spare.id] });
+    flowId = flow.id;
+    expect(await ok('delete_delivery_flow', { flow_id: flowId })).toEqual({ deleted: true, id: flowId });
+    expect(await ok('delete_destination', { destination_id: spare.id })).toEqual({ deleted: true, id: spare.id });
+    const spareIngester = await ok('create_ingester', { name: 'mcp spare ingester', provider: 'github', config: { signing_secret: 'x'.repeat(20) } });
+    expect(await ok('delete_ingester', { ingester_id: spareIngester.id })).toEqual({ deleted: true, id: spareIngester.id });
+    expect(problemOf(await call('delete_ingester', { ingester_id: spareIngester.id }))).toMatchObject({ status: 404 });
+  });
+
+  it('read tools mirror the REST evidence surface for a delivered webhook', async () => {
+    const body = JSON.stringify({ action: 'opened', n: 1 });
+    const res = await fetch(`${svc.url}/v1/hooks/${ingesterId}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-github-event': 'issues', 'x-github-delivery': 'd-1', 'x-hub-signature-256': await sign(ingesterSecret, body) },
+      body,
+    });
+    expect(res.status).toBe(202);
+    eventId = ((await res.json()) as Json).event_id;
+    const rows = await waitForStates(svc, eventId, ['delivered', 'acked'], 60_000);
+    deliveryId = rows.find((r) => r.state === 'delivered')!.delivery_id;
+
+    const status = await ok('get_delivery_status', { delivery_id: deliveryId });
+    expect(status).toMatchObject({ delivery_id: deliveryId, event_id: eventId, destination_id: destinationId, status: 'delivered', outcome: 'delivered', final: true, attempts: 1, evidence: { status: 'confirmed' } });
+    expect(status.transitions.map((t: Json) => t.state)).toEqual(expect.arrayContaining(['received', 'validated', 'filtered', 'delivered', 'acked']));
+    const rest = await svc.api('GET', `/v1/mcp/deliveries/${deliveryId}/status`);
+    expect(rest.body).toEqual(status);
+
+    const evidence = await ok('get_delivery_evidence', { delivery_id: deliveryId });
+    expect(evidence).toMatchObject({ delivery_id: deliveryId, status: 'confirmed' });
+    expect(evidence).toEqual((await svc.api('GET', `${base()}/evidence/${deliveryId}`)).body);
+    const byDelivery = await ok('get_evidence', { id: deliveryId });
+    expect(byDelivery).toEqual({ id: deliveryId, kind: 'delivery', delivery_evidence: evidence });
+    for (const [id, kind] of [[eventId, 'event'], [destinationId, 'destination'], [ingesterId, 'ingester']] as const) {
+      const r = await ok('get_evidence', { id });
+      expect(r).toMatchObject({ id, kind, summary: { deliveries: 1, attempts: 1, confirmed: 1, pending: 0 } });
+      expect(r.attempts[0]).toMatchObject({ delivery_id: deliveryId, evidence_status: 'confirmed', leaf_index: evidence.leaf_index, leaf_hash: evidence.leaf_hash });
+      expect((await svc.api('GET', `/v1/mcp/evidence/${id}`)).body).toEqual(r);
+    }
+    expect(problemOf(await call('get_evidence', { id: 'flw_01j9zx5w3k8f6t2q4r7m1n0bcd' }))).toMatchObject({ status: 400 });
+    expect(problemOf(await call('get_evidence', { id: 'evt_01j9zx5w3k8f6t2q4r7m1n0bcd' }))).toMatchObject({ status: 404 });
+    expect(problemOf(await call('get_delivery_status', { delivery_id: 'dlv_01j9zx5w3k8f6t2q4r7m1n0bcd' }))).toMatchObject({ status: 404 });
+
+    // an unsigned webhook fails verification: a warning about the ingester
+    const unsigned = await fetch(`${svc.url}/v1/hooks/${ingesterId}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"unsigned":true}' });
+    expect(unsigned.status).toBe(202);
+    const logs = await eventually('log lines of the ingester', async () => {
+      const l = await ok('list_resource_logs', { id: ingesterId, level: 'warn' });
+      return l.logs.length > 0 ? l : undefined;
+    });
+    expect(logs.logs.every((l: Json) => l.ingester_id === ingesterId && ['warn', 'error'].includes(l.level))).toBe(true);
+    expect((await svc.api('GET', `/v1/mcp/logs/${ingesterId}?level=warn`)).body).toEqual(logs);
+    expect((await ok('list_resource_logs', { id: destinationId, level: 'error' })).logs).toEqual([]);
+    expect(problemOf(await call('list_resource_logs', { id: deliveryId, level: 'loud' }))).toMatchObject({ status: 400 });
+
+    const deliveries = await ok('list_deliveries', { status: 'delivered', limit: 10 });
+    expect(deliveries.deliveries.map((d: Json) => d.id)).toContain(deliveryId);
+    const refs = await ok('list_integrity_evidence_refs', { limit: 2 });
+    expect(refs.refs.length).toBeGreaterThan(0);
+    expect(refs.verifier_key).toBe(svc.service.evidenceLog!.verifierKey);
+    expect(refs.refs[0].signature).toMatchObject({ key_name: svc.service.evidenceLog!.origin, key_id: svc.service.evidenceLog!.keyId, algorithm: 'ed25519' });
+    expect(refs.refs[0].tree_size).toBeGreaterThan(evidence.leaf_index);
+    if (refs.next_cursor) expect((await ok('list_integrity_evidence_refs', { cursor: refs.next_cursor })).refs[0].tree_size).toBeLessThan(refs.refs[refs.refs.length - 1].tree_size);
+    const consistency = await ok('get_consistency_proof', { from: evidence.tree_size });
+    expect(consistency.from.tree_size).toBe(evidence.tree_size);
+
+    const retry = problemOf(await call('retry_event', { event_id: eventId }));
+    expect(retry).toMatchObject({ status: 409 });
+  }, 90_000);
+
+  it('runtime and trust proofs are live checks with their values and times', async () => {
+    const runtime = await ok('list_runtime_proofs');
+    expect(runtime.proofs.map((p: Json) => p.id)).toEqual(RUNTIME_PROOFS.map((p) => p.id));
+    const trust = await ok('list_trust_proofs');
+    expect(trust.proofs.map((p: Json) => p.id)).toEqual(TRUST_PROOFS.map((p) => p.id));
+    const started = Date.now() - 60_000;
+    for (const p of [...runtime.proofs, ...trust.proofs]) expect(Date.parse(p.measured_at)).toBeGreaterThan(started);
+    const byId = (list: Json[]) => Object.fromEntries(list.map((p) => [p.id, p]));
+
+    // a healthy service with everything delivered: each of these holds
+    const healthy = await eventually('runtime proofs passing', async () => {
+      const r = byId((await ok('list_runtime_proofs')).proofs);
+      return ['PROOF-001', 'PROOF-002', 'PROOF-003', 'PROOF-004', 'PROOF-005', 'PROOF-006', 'PROOF-007', 'PROOF-008', 'PROOF-009'].every((id) => r[id].status === 'pass') ? r : undefined;
+    }, 60_000);
+    expect(healthy['PROOF-001'].observed).toMatchObject({ unaccounted_events: 0, delivered_without_ack: 0 });
+    expect(healthy['PROOF-001'].observed.routed).toBeGreaterThanOrEqual(1);
+    expect(healthy['PROOF-005'].observed.consistent ?? true).toBe(true);
+    expect(healthy['PROOF-006'].observed.missing).toEqual([]);
+    expect(Object.keys(healthy['PROOF-002'].observed.stages)).toEqual(['validate', 'filter', 'route', 'deliver', 'evidence-intake', 'evidence-sequencer']);
+    expect(['pass', 'unknown']).toContain(healthy['PROOF-010'].status);
+    const filtered = await ok('list_runtime_proofs', { ids: ['PROOF-007'] });
+    expect(filtered.proofs.map((p: Json) => p.id)).toEqual(['PROOF-007']);
+
+    const t = byId(trust.proofs);
+    for (const id of ['TRUST-001', 'TRUST-002', 'TRUST-003', 'TRUST-004', 'TRUST-005', 'TRUST-006', 'TRUST-008', 'TRUST-009', 'TRUST-010']) {
+      expect({ id, status: t[id].status, observed: t[id].observed }).toMatchObject({ id, status: 'pass' });
+    }
+    expect(t['TRUST-002'].observed).toMatchObject({ no_key: { status: 401 }, read_without_scope: { status: 403, required_scope: 'read:destinations' }, other_tenant: { status: 404 } });
+    expect(t['TRUST-005'].observed.probes.every((p: Json) => p.refused)).toBe(true);
+    expect(t['TRUST-006'].observed).toMatchObject({ secrets_in_responses: 0, log_lines_with_secrets: 0 });
+    expect(t['TRUST-006'].observed.secrets).toBeGreaterThanOrEqual(2);
+    // http destinations and no https-only policy: reported, not hidden
+    expect(t['TRUST-007']).toMatchObject({ status: 'fail', observed: { not_https: [destinationId] } });
+  }, 90_000);
+
+  it('capabilities, readiness, non-claims and planes', async () => {
+    const capabilities = await ok('get_capabilities');
+    expect(capabilities.capabilities.find((c: Json) => c.id === 'transport-policy')).toMatchObject({ kind: 'trust', status: 'fail' });
+    expect(capabilities.capabilities.find((c: Json) => c.id === 'evidence-log')).toMatchObject({ kind: 'runtime', status: 'pass' });
+    const readiness = await ok('get_readiness');
+    expect(readiness.domains.map((d: Json) => d.name)).toEqual(['ingestion', 'processing', 'delivery', 'evidence', 'query', 'control']);
+    expect(readiness.proofs.pass + readiness.proofs.fail + readiness.proofs.unknown).toBe(20);
+    expect(readiness.domains.find((d: Json) => d.name === 'control')).toMatchObject({ status: 'pass', failing: [] });
+
+    const all = await ok('list_non_claims');
+    expect(all.non_claims).toEqual(NON_CLAIMS);
+    expect(all.non_claims.map((n: Json) => n.statement).join(' ')).toMatch(/exactly-once/);
+    const ordering = await ok('list_non_claims', { category: 'ordering' });
+    expect(ordering.non_claims.every((n: Json) => n.category === 'ordering')).toBe(true);
+    expect(problemOf(await call('list_non_claims', { category: 'weather' }))).toMatchObject({ status: 400 });
+
+    const planes = await ok('get_planes');
+    expect(planes.planes.map((p: Json) => p.name)).toEqual(['ingestion', 'processing', 'delivery', 'evidence', 'query', 'control']);
+    for (const plane of planes.planes) expect(plane.signals.length).toBeGreaterThan(0);
+    expect(planes.planes.find((p: Json) => p.name === 'query').status).toBe('pass');
+    const rest = await svc.api('GET', '/v1/mcp/planes');
+    expect(rest.status).toBe(200);
+    expect(rest.body.planes.map((p: Json) => p.name)).toEqual(planes.planes.map((p: Json) => p.name));
+  }, 60_000);
+
+  it('refuses a disabled write group, a missing scope and a missing key before the transport', async () => {
+    const disabled = await rpc(svc.url, svc.apiKey, { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'create_saved_payload', arguments: { name: 'x', payload: {} } } });
+    expect(disabled.status).toBe(403);
+    expect(disabled.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    expect(disabled.body).toMatchObject({ type: `${svc.config.errorBase}/errors/write-tool-disabled`, tool_group: 'write:payloads' });
+    await expect(client.callTool({ name: 'create_saved_payload', arguments: { name: 'x', payload: {} } })).rejects.toThrow(/403/);
+
+    const readOnly = await svc.newKey(SCOPES.filter((s) => s.startsWith('read:') && s !== 'read:operations'));
+    const limited = await connect(svc.url, readOnly);
+    try {
+      const names = (await limited.listTools()).tools.map((t) => t.name);
+      expect(names).not.toContain('get_capabilities');
+      expect(names).not.toContain('create_destination');
+      expect(names).toContain('list_non_claims');
+      expect(names).toContain('get_delivery_status');
+    } finally {
+      await limited.close();
+    }
+    const scope = await rpc(svc.url, readOnly, { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'create_destination', arguments: { name: 'x', url: receiver.url } } });
+    expect(scope.status).toBe(403);
+    expect(scope.body).toMatchObject({ type: `${svc.config.errorBase}/errors/insufficient-scope`, required_scope: 'write:destinations' });
+
+    const anonymous = await rpc(svc.url, null, { jsonrpc: '2.0', id: 3, method: 'tools/list' });
+    expect(anonymous.status).toBe(401);
+    expect(anonymous.headers.get('www-authenticate')).toBe('Bearer');
+    await expect(connect(svc.url, 'hlk_not-a-key')).rejects.toThrow(/401/);
+    const get = await fetch(`${svc.url}/v1/mcp`, { headers: { authorization: `Bearer ${svc.apiKey}`, accept: 'text/event-stream' } });
+    expect(get.status).toBe(405);
+    expect(get.headers.get('allow')).toBe('POST');
+  });
+
+  it('a key sees only its own tenant on the evidence surface', async () => {
+    const other = await svc.newKey([...SCOPES], { tenantId: `${svc.tenantId}-other` });
+    expect((await svc.api('GET', `/v1/mcp/deliveries/${deliveryId}/status`, undefined, { key: other })).status).toBe(404);
+    expect((await svc.api('GET', `/v1/mcp/evidence/${deliveryId}`, undefined, { key: other })).status).toBe(404);
+    expect((await svc.api('GET', `/v1/mcp/evidence/${destinationId}`, undefined, { key: other })).status).toBe(404);
+    expect((await svc.api('GET', `/v1/mcp/logs/${deliveryId}`, undefined, { key: other })).body.logs).toEqual([]);
+    const otherClient = await connect(svc.url, other);
+    try {
+      const result = await otherClient.callTool({ name: 'get_delivery_status', arguments: { delivery_id: deliveryId } });
+      expect(result.isError).toBe(true);
+      expect(JSON.parse((result.content as { text: string }[])[0]!.text)).toMatchObject({ status: 404 });
+    } finally {
+      await otherClient.close();
+    }
+    const limitedKey = await svc.newKey([...SCOPES], { resourceIds: ['dst_01j9zx5w3k8f6t2q4r7m1n0bcd'] });
+    const denied = await svc.api('GET', `/v1/mcp/evidence/${destinationId}`, undefined, { key: limitedKey });
+    expect(denied.status).toBe(403);
+    expect(denied.body).toMatchObject({ resource_id: destinationId });
+    const endpoints = await svc.api('GET', '/v1/mcp/endpoints');
+    expect(endpoints.body.mcp.tools.find((t: Json) => t.name === 'create_saved_payload')).toMatchObject({ group: 'write:payloads', enabled: false });
+    expect(endpoints.body.endpoints.map((e: Json) => `${e.method} ${e.path}`)).toEqual(expect.arrayContaining(['GET /v1/mcp/health', 'GET /v1/mcp/planes', 'GET /v1/mcp/logs/{id}']));
+  });
+});
