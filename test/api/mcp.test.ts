@@ -11,6 +11,12 @@ import { TOOLS } from '../../api/mcp/tools';
 import { startReceiver, type Receiver } from '../support/receiver';
 import { eventually, startTestService, type TestService } from '../support/service';
 import { waitForStates } from '../support/flow';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createApp } from '../../api/app';
+import { Logger } from '../../core/log';
+import { healthProbe } from '../../service/health';
+import { buildInfo } from '../../service/service';
 
 /**
  * The MCP endpoint through the SDK's own client over Streamable HTTP: every tool listed, called
@@ -56,6 +62,11 @@ describe('MCP endpoint', () => {
   let eventId: string;
   let deliveryId: string;
   let flowId: string;
+  /** The same service state behind an API configured with write:payloads disabled and https-only destinations. */
+  let disabledUrl: string;
+  let disabledServer: http.Server;
+  /** Tools whose success was checked against their output schema. */
+  const succeeded = new Set<string>();
   const base = () => `/v1/tenants/${svc.tenantId}`;
 
   const call = async (name: string, args: Json = {}) => {
@@ -70,6 +81,7 @@ describe('MCP endpoint', () => {
     const validate = ajv.compile(tool.outputSchema!);
     if (!validate(result.structuredContent)) throw new Error(`${name}: ${ajv.errorsText(validate.errors)}\n${JSON.stringify(result.structuredContent).slice(0, 2000)}`);
     expect(JSON.parse(result.content[0]!.text)).toEqual(result.structuredContent);
+    succeeded.add(name);
     return result.structuredContent as Json;
   };
   const problemOf = (result: { isError?: boolean; content: { text: string }[] }) => {
@@ -79,22 +91,36 @@ describe('MCP endpoint', () => {
 
   beforeAll(async () => {
     [svc, receiver] = await Promise.all([
-      startTestService({ LOG_LEVEL: 'warn', DISABLED_WRITE_GROUPS: 'write:payloads', PROOF_GRACE_MS: '2000', RATE_LIMITS: 'default=100000/60s', RETRY_TIERS: '100ms' }),
+      startTestService({ LOG_LEVEL: 'warn', PROOF_GRACE_MS: '2000', RATE_LIMITS: 'default=100000/60s', RETRY_TIERS: '100ms' }),
       startReceiver(),
     ]);
     client = await connect(svc.url, svc.apiKey);
     tools = (await client.listTools()).tools;
+    const own = svc.service.apiServices!;
+    const services = { ...own, disabledWriteGroups: ['write:payloads' as const], destinationHttpsOnly: true, operations: { ...own.operations, httpsOnly: true } };
+    const app = createApp({ errorBase: () => svc.config.errorBase, log: new Logger('error'), probe: healthProbe({}), build: buildInfo(), services: () => services, selfUrl: () => disabledUrl });
+    disabledServer = http.createServer(app);
+    await new Promise<void>((resolve) => disabledServer.listen(0, '127.0.0.1', () => resolve()));
+    disabledUrl = `http://127.0.0.1:${(disabledServer.address() as AddressInfo).port}`;
   });
 
   afterAll(async () => {
+    disabledServer?.closeAllConnections();
+    await new Promise((resolve) => disabledServer?.close(resolve));
     await client?.close();
     await Promise.all([svc?.stop(), receiver?.close()]);
   });
 
-  it('lists every enabled tool with input and output schemas, and leaves out the disabled write group', () => {
-    const expected = TOOLS.filter((t) => t.group !== 'write:payloads').map((t) => t.name).sort();
-    expect(tools.map((t) => t.name).sort()).toEqual(expected);
-    expect(tools.map((t) => t.name)).not.toContain('create_saved_payload');
+  it('lists every enabled tool with input and output schemas, and leaves out a disabled write group', async () => {
+    expect(tools.map((t) => t.name).sort()).toEqual(TOOLS.map((t) => t.name).sort());
+    const limited = await connect(disabledUrl, svc.apiKey);
+    try {
+      const names = (await limited.listTools()).tools.map((t) => t.name).sort();
+      expect(names).toEqual(TOOLS.filter((t) => t.group !== 'write:payloads').map((t) => t.name).sort());
+      expect(names).not.toContain('create_saved_payload');
+    } finally {
+      await limited.close();
+    }
     for (const name of ['get_capabilities', 'get_readiness', 'list_runtime_proofs', 'list_trust_proofs', 'list_non_claims', 'list_integrity_evidence_refs']) {
       expect(tools.map((t) => t.name)).toContain(name);
     }
@@ -192,8 +218,30 @@ describe('MCP endpoint', () => {
     const consistency = await ok('get_consistency_proof', { from: evidence.tree_size });
     expect(consistency.from.tree_size).toBe(evidence.tree_size);
 
-    const retry = problemOf(await call('retry_event', { event_id: eventId }));
-    expect(retry).toMatchObject({ status: 409 });
+    // nothing failed for this event: nothing to retry
+    expect(problemOf(await call('retry_event', { event_id: eventId }))).toMatchObject({ status: 409 });
+  }, 90_000);
+
+  it('retry_event queues a dead delivery again; create_saved_payload keeps a payload', async () => {
+    const failing = await startReceiver();
+    try {
+      failing.respondWith(500);
+      const dest = await ok('create_destination', { name: 'mcp failing', url: failing.url, retry_schedule_ms: [0] });
+      const ing = await ok('create_ingester', { name: 'mcp failing in', provider: 'none', destination_ids: [dest.id] });
+      const res = await fetch(`${svc.url}/v1/hooks/${ing.id}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"n":2}' });
+      const deadEvent = ((await res.json()) as Json).event_id as string;
+      await waitForStates(svc, deadEvent, ['dlq_queued'], 60_000);
+      failing.respondWith(200);
+      const retried = await ok('retry_event', { event_id: deadEvent, idempotency_key: 'mcp-retry-1' });
+      expect(retried).toMatchObject({ status: 'queued' });
+      await failing.waitForRequests(2);
+      // an ingester without verification would fail TRUST-008 below: it has done its part
+      await ok('delete_ingester', { ingester_id: ing.id });
+    } finally {
+      await failing.close();
+    }
+    const saved = await ok('create_saved_payload', { name: 'mcp payload', payload: { order: 7 } });
+    expect(saved).toMatchObject({ name: 'mcp payload', payload: { order: 7 } });
   }, 90_000);
 
   it('runtime and trust proofs are live checks with their values and times', async () => {
@@ -228,7 +276,8 @@ describe('MCP endpoint', () => {
     expect(t['TRUST-006'].observed).toMatchObject({ secrets_in_responses: 0, log_lines_with_secrets: 0 });
     expect(t['TRUST-006'].observed.secrets).toBeGreaterThanOrEqual(2);
     // http destinations and no https-only policy: reported, not hidden
-    expect(t['TRUST-007']).toMatchObject({ status: 'fail', observed: { not_https: [destinationId] } });
+    expect(t['TRUST-007']).toMatchObject({ status: 'fail', observed: { policy: expect.stringContaining('http allowed') } });
+    expect(t['TRUST-007'].observed.not_https).toContain(destinationId);
   }, 90_000);
 
   it('capabilities, readiness, non-claims and planes', async () => {
@@ -256,12 +305,27 @@ describe('MCP endpoint', () => {
     expect(rest.body.planes.map((p: Json) => p.name)).toEqual(planes.planes.map((p: Json) => p.name));
   }, 60_000);
 
+  it('called every tool successfully, each result valid under its output schema', () => {
+    expect([...succeeded].sort()).toEqual(TOOLS.map((t) => t.name).sort());
+  });
+
   it('refuses a disabled write group, a missing scope and a missing key before the transport', async () => {
-    const disabled = await rpc(svc.url, svc.apiKey, { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'create_saved_payload', arguments: { name: 'x', payload: {} } } });
+    const disabled = await rpc(disabledUrl, svc.apiKey, { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'create_saved_payload', arguments: { name: 'x', payload: {} } } });
     expect(disabled.status).toBe(403);
     expect(disabled.headers.get('content-type')).toMatch(/^application\/problem\+json/);
     expect(disabled.body).toMatchObject({ type: `${svc.config.errorBase}/errors/write-tool-disabled`, tool_group: 'write:payloads' });
-    await expect(client.callTool({ name: 'create_saved_payload', arguments: { name: 'x', payload: {} } })).rejects.toThrow(/403/);
+    const disabledClient = await connect(disabledUrl, svc.apiKey);
+    try {
+      await expect(disabledClient.callTool({ name: 'create_saved_payload', arguments: { name: 'x', payload: {} } })).rejects.toThrow(/403/);
+      // https only: an http destination is refused, and TRUST-007 names the policy and the http ones left
+      const refused = await disabledClient.callTool({ name: 'create_destination', arguments: { name: 'plain http', url: 'http://127.0.0.1:9/x' } });
+      expect(problemOf(refused as any)).toMatchObject({ status: 400, errors: [{ field: 'url', message: expect.stringMatching(/https/) }] });
+      const trust = (await disabledClient.callTool({ name: 'list_trust_proofs', arguments: { ids: ['TRUST-007'] } })).structuredContent as Json;
+      expect(trust.proofs[0]).toMatchObject({ status: 'fail', observed: { policy: 'https only' } });
+      expect(trust.proofs[0].observed.not_https.length).toBeGreaterThan(0);
+    } finally {
+      await disabledClient.close();
+    }
 
     const readOnly = await svc.newKey(SCOPES.filter((s) => s.startsWith('read:') && s !== 'read:operations'));
     const limited = await connect(svc.url, readOnly);
@@ -305,8 +369,9 @@ describe('MCP endpoint', () => {
     const denied = await svc.api('GET', `/v1/mcp/evidence/${destinationId}`, undefined, { key: limitedKey });
     expect(denied.status).toBe(403);
     expect(denied.body).toMatchObject({ resource_id: destinationId });
-    const endpoints = await svc.api('GET', '/v1/mcp/endpoints');
-    expect(endpoints.body.mcp.tools.find((t: Json) => t.name === 'create_saved_payload')).toMatchObject({ group: 'write:payloads', enabled: false });
-    expect(endpoints.body.endpoints.map((e: Json) => `${e.method} ${e.path}`)).toEqual(expect.arrayContaining(['GET /v1/mcp/health', 'GET /v1/mcp/planes', 'GET /v1/mcp/logs/{id}']));
+    const endpoints = await fetch(`${disabledUrl}/v1/mcp/endpoints`, { headers: { authorization: `Bearer ${svc.apiKey}` } }).then((r) => r.json() as Promise<Json>);
+    expect(endpoints.mcp.tools.find((t: Json) => t.name === 'create_saved_payload')).toMatchObject({ group: 'write:payloads', enabled: false });
+    expect(endpoints.mcp.tools.find((t: Json) => t.name === 'create_destination')).toMatchObject({ group: 'write:destinations', enabled: true });
+    expect(endpoints.endpoints.map((e: Json) => `${e.method} ${e.path}`)).toEqual(expect.arrayContaining(['GET /v1/mcp/health', 'GET /v1/mcp/planes', 'GET /v1/mcp/logs/{id}']));
   });
 });
