@@ -225,32 +225,37 @@ export class Operations {
 
   private async accounted(tenantId: string) {
     const { graceMs } = this.deps.thresholds;
-    const query = `
-      WITH per_event AS (
+    // two single passes, one per event and one per delivery, both inside the tenant's key prefix
+    const eventsQuery = `
+      SELECT count() AS events,
+             countIf(length(states) = 1) AS unaccounted,
+             groupArrayIf(8)(event_id, length(states) = 1) AS unaccounted_sample,
+             countIf(has(states, 'failed') AND NOT has(states, 'validated')) AS failed_verification,
+             countIf(has(states, 'validated') AND NOT has(states, 'filtered')) AS stopped_by_filter,
+             countIf(has(states, 'filtered')) AS routed
+      FROM (
         SELECT event_id, groupUniqArray(state) AS states, min(at) AS first_at
         FROM ${this.deps.database}.event_transitions
         WHERE tenant_id = {tenant:String} AND at >= now64(3) - INTERVAL 1 DAY
         GROUP BY event_id
         HAVING has(states, 'received') AND first_at < now64(3) - toIntervalMillisecond({grace:UInt64})
-      ),
-      per_delivery AS (
+      )`;
+    const deliveriesQuery = `
+      SELECT countIf(has(states, 'delivered') AND NOT has(states, 'acked') AND last_at < now64(3) - toIntervalMillisecond({grace:UInt64})) AS delivered_without_ack,
+             countIf(has(states, 'acked')) AS acked,
+             countIf(has(states, 'dlq_queued')) AS dead_lettered
+      FROM (
         SELECT delivery_id, groupUniqArray(state) AS states, max(at) AS last_at
         FROM ${this.deps.database}.event_transitions
         WHERE tenant_id = {tenant:String} AND delivery_id != '' AND at >= now64(3) - INTERVAL 1 DAY
         GROUP BY delivery_id
-      )
-      SELECT
-        (SELECT count() FROM per_event) AS events,
-        (SELECT countIf(length(states) = 1) FROM per_event) AS unaccounted,
-        (SELECT groupArrayIf(8)(event_id, length(states) = 1) FROM per_event) AS unaccounted_sample,
-        (SELECT countIf(has(states, 'failed') AND NOT has(states, 'validated')) FROM per_event) AS failed_verification,
-        (SELECT countIf(has(states, 'validated') AND NOT has(states, 'filtered')) FROM per_event) AS stopped_by_filter,
-        (SELECT countIf(has(states, 'filtered')) FROM per_event) AS routed,
-        (SELECT countIf(has(states, 'delivered') AND NOT has(states, 'acked') AND last_at < now64(3) - toIntervalMillisecond({grace:UInt64})) FROM per_delivery) AS delivered_without_ack,
-        (SELECT countIf(has(states, 'acked')) FROM per_delivery) AS acked,
-        (SELECT countIf(has(states, 'dlq_queued')) FROM per_delivery) AS dead_lettered`;
-    const rs = await this.deps.clickhouse.query({ query, query_params: { tenant: tenantId, grace: graceMs }, format: 'JSONEachRow' });
-    const [row] = await rs.json<Record<string, string | number | string[]>>();
+      )`;
+    const run = async (query: string) => {
+      const rs = await this.deps.clickhouse.query({ query, query_params: { tenant: tenantId, grace: graceMs }, format: 'JSONEachRow' });
+      return (await rs.json<Record<string, string | number | string[]>>())[0] ?? {};
+    };
+    const [events, deliveries] = await Promise.all([run(eventsQuery), run(deliveriesQuery)]);
+    const row = { ...events, ...deliveries };
     const n = (k: string) => Number(row?.[k] ?? 0);
     const observed = {
       window: '24h',
