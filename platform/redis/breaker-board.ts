@@ -5,7 +5,6 @@ import type { BreakerState } from '../../pipeline/deliver/breakers';
 
 /** How often a deliver process says it is alive; its board expires after three missed beats. */
 const BEAT_MS = 5_000;
-const EXPIRES_MS = 3 * BEAT_MS;
 
 export interface BreakerEntry {
   destination_id: string;
@@ -26,10 +25,19 @@ export class BreakerBoard {
   private readonly instance = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   private timer: NodeJS.Timeout | undefined;
 
+  private readonly beatMs: number;
+
   constructor(
     private readonly redis: Redis,
     private readonly prefix: string,
-  ) {}
+    options: { beatMs?: number } = {},
+  ) {
+    this.beatMs = options.beatMs ?? BEAT_MS;
+  }
+
+  private get expiresMs(): number {
+    return 3 * this.beatMs;
+  }
 
   private get setKey(): string {
     return `${this.prefix}breakers`;
@@ -42,10 +50,10 @@ export class BreakerBoard {
   /** Starts the heartbeat of this process's board. */
   start(onError: (err: unknown) => void): void {
     const beat = () => {
-      this.redis.multi().sadd(this.setKey, this.instance).pexpire(this.boardKey(this.instance), EXPIRES_MS).exec().catch(onError);
+      this.redis.multi().sadd(this.setKey, this.instance).pexpire(this.boardKey(this.instance), this.expiresMs).exec().catch(onError);
     };
     beat();
-    this.timer = setInterval(beat, BEAT_MS);
+    this.timer = setInterval(beat, this.beatMs);
     this.timer.unref();
   }
 
@@ -61,7 +69,7 @@ export class BreakerBoard {
       await this.redis.hdel(key, destinationId);
       return;
     }
-    await this.redis.multi().hset(key, destinationId, JSON.stringify({ state, since: at })).pexpire(key, EXPIRES_MS).sadd(this.setKey, this.instance).exec();
+    await this.redis.multi().hset(key, destinationId, JSON.stringify({ state, since: at })).pexpire(key, this.expiresMs).sadd(this.setKey, this.instance).exec();
   }
 
   /** Every breaker that is open or half-open in a live deliver process. */
