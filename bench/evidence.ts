@@ -5,6 +5,9 @@
  * (against a bare ClickHouse point read of the same table).
  *
  *   npm run bench:evidence            (LEAVES=1000000 SEAL_OUTCOMES=20000 RATE=1000 by default)
+ *
+ * EVIDENCE_RESULTS names the results file (default bench/results/evidence.json), so that the
+ * suite (bench/run.ts) can run it without replacing the stand-alone results.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -235,8 +238,9 @@ async function main() {
     await kafkaServer.stop().catch(() => undefined);
     rmSync(dir, { recursive: true, force: true });
   }
-  mkdirSync(path.join(__dirname, 'results'), { recursive: true });
-  writeFileSync(path.join(__dirname, 'results', 'evidence.json'), `${JSON.stringify(results, null, 2)}\n`);
+  const out = process.env.EVIDENCE_RESULTS ?? path.join(__dirname, 'results', 'evidence.json');
+  mkdirSync(path.dirname(out), { recursive: true });
+  writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`);
   process.stdout.write(`${JSON.stringify(results, null, 2)}\n`);
 }
 

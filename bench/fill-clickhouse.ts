@@ -1,0 +1,152 @@
+/**
+ * Fills the deliveries table of an embedded ClickHouse data dir with synthetic attempts (the
+ * rows the sink writes, through the same @clickhouse/client), then measures the bare client
+ * on them: insert rows/s, a primary-key point read, and the deliveries list query the API
+ * runs. A process of its own because the embedded engine allows one process per data dir:
+ * it exits before the service opens the same dir.
+ *
+ * Environment: FILL_DATA_DIR, FILL_DATABASE, FILL_ROWS, FILL_BATCH_ROWS, FILL_TENANT (the
+ * tenant queried), FILL_TENANTS (rows spread round-robin over this many tenants), FILL_SAMPLES
+ * (reads per round) and FILL_ROUNDS (a p99 per round).
+ */
+import { createHash } from 'node:crypto';
+import type { ClickHouseClient } from '@clickhouse/client';
+import { ulid } from '../core/ids';
+import { openClickHouse } from '../platform/clickhouse/client';
+import { migrate } from '../platform/clickhouse/migrate';
+import type { DeliveryOutcome } from '../platform/avro/records';
+import { deliveryRow } from '../pipeline/sink/rows';
+import { INSERT_COLUMNS } from '../pipeline/sink/stage';
+import { listDeliveriesSql } from './lib/queries';
+import { quantile, round, sleep, summary } from './lib/stats';
+
+const DAY_MS = 86_400_000;
+
+function idFrom(prefix: string, time: number, n: number, salt: number): string {
+  const b = Buffer.alloc(10);
+  b.writeUInt32BE(salt, 0);
+  b.writeUIntBE(n, 4, 6);
+  return `${prefix}_${ulid(time, b)}`;
+}
+
+/** Attempt `i` of `rows`: 5% failed, 5% retrying, the rest delivered, spread over 90 days. */
+function syntheticOutcome(i: number, rows: number, tenants: string[], destinations: string[], hashes: string[], end: number): DeliveryOutcome {
+  const at = end - Math.floor(((rows - i) / rows) * 90 * DAY_MS);
+  const kind = i % 20;
+  const status = kind === 0 ? 'failed' : kind === 1 ? 'retrying' : 'delivered';
+  return {
+    delivery_id: idFrom('dlv', at, i, 0x5eed),
+    event_id: idFrom('evt', at, i, 0xe0e0),
+    tenant_id: tenants[i % tenants.length]!,
+    destination_id: destinations[i % destinations.length]!,
+    correlation_id: `cor_${i % 997}`,
+    attempt_number: 1 + (i % 3),
+    status,
+    response_code: status === 'delivered' ? 200 : 500,
+    attempted_at: at,
+    duration_ms: 5 + (i % 200),
+    error_message: status === 'delivered' ? null : 'status 500',
+    body_sha256: hashes[i % hashes.length]!,
+    next_attempt_at: status === 'retrying' ? at + 300_000 : null,
+  };
+}
+
+async function count(client: ClickHouseClient, query: string): Promise<number> {
+  const rs = await client.query({ query, format: 'JSONEachRow' });
+  return Number((await rs.json<{ n: string | number }>())[0]?.n ?? 0);
+}
+
+async function main(): Promise<void> {
+  const dataDir = process.env.FILL_DATA_DIR!;
+  const database = process.env.FILL_DATABASE ?? 'hookline';
+  const rows = Number(process.env.FILL_ROWS ?? 10_000_000);
+  const batchRows = Number(process.env.FILL_BATCH_ROWS ?? 200_000);
+  const tenant = process.env.FILL_TENANT ?? 'demo';
+  const tenantCount = Math.max(1, Number(process.env.FILL_TENANTS ?? 1));
+  const samples = Number(process.env.FILL_SAMPLES ?? 100);
+  const rounds = Math.max(1, Number(process.env.FILL_ROUNDS ?? 1));
+  const tenants = [tenant, ...Array.from({ length: tenantCount - 1 }, (_, k) => `tenant-${k + 1}`)];
+  const destinations = Array.from({ length: 50 }, (_, k) => idFrom('dst', 1_700_000_000_000, k, 0xd0d0));
+  const hashes = Array.from({ length: 1024 }, (_, k) => createHash('sha256').update(String(k)).digest('hex'));
+  const end = Date.now();
+
+  const client = openClickHouse({ url: undefined, user: 'default', password: '', dataDir });
+  try {
+    await migrate(client, database);
+    const table = `${database}.deliveries`;
+    const columns = INSERT_COLUMNS.deliveries as [string, ...string[]] | undefined;
+    const t0 = performance.now();
+    let insertMs = 0;
+    for (let from = 0; from < rows; from += batchRows) {
+      const values = [];
+      for (let i = from; i < Math.min(rows, from + batchRows); i++) values.push(deliveryRow(syntheticOutcome(i, rows, tenants, destinations, hashes, end)));
+      const t = performance.now();
+      await client.insert({ table, values, format: 'JSONEachRow', columns });
+      insertMs += performance.now() - t;
+      if (((from / batchRows) | 0) % 10 === 9) process.stdout.write(`filled ${from + values.length} of ${rows} rows\n`);
+    }
+    const fillMs = performance.now() - t0;
+
+    // background merges run in this process: let them settle so the service does not inherit them
+    const settleStart = performance.now();
+    let quiet = 0;
+    while (performance.now() - settleStart < 180_000 && quiet < 3) {
+      const merging = await count(client, `SELECT count() AS n FROM system.merges WHERE database = '${database}'`);
+      quiet = merging === 0 ? quiet + 1 : 0;
+      await sleep(1_000);
+    }
+    const settleMs = performance.now() - settleStart;
+    const parts = await count(client, `SELECT count() AS n FROM system.parts WHERE database = '${database}' AND table = 'deliveries' AND active`);
+    const stored = await count(client, `SELECT count() AS n FROM ${table}`);
+
+    // bare reads: a primary-key point read, and the API's own list query
+    const point: number[] = [];
+    const list: number[] = [];
+    const listRounds: number[] = [];
+    const probe = (i: number) => syntheticOutcome(i, rows, tenants, destinations, hashes, end);
+    for (let k = 0; k < Math.min(5, samples); k++) {
+      await (await client.query({ ...listDeliveriesSql(database, tenant, 'failed', 101), format: 'JSONEachRow' })).json();
+    }
+    for (let k = 0; k < samples * rounds; k++) {
+      const i = Math.floor(Math.random() * rows);
+      const o = probe(i - (i % tenantCount));
+      let t = performance.now();
+      const rs = await client.query({
+        query: `SELECT delivery_id, attempt_number, status FROM ${table} WHERE tenant_id = {tenant:String} AND delivery_id = {id:String}`,
+        query_params: { tenant: o.tenant_id, id: o.delivery_id },
+        format: 'JSONEachRow',
+      });
+      const found = await rs.json();
+      point.push(performance.now() - t);
+      if (found.length !== 1) throw new Error(`point read of ${o.delivery_id} found ${found.length} rows`);
+      t = performance.now();
+      const page = await (await client.query({ ...listDeliveriesSql(database, tenant, 'failed', 101), format: 'JSONEachRow' })).json();
+      list.push(performance.now() - t);
+      if (page.length === 0) throw new Error('the list query found no failed attempt');
+      if ((k + 1) % samples === 0) listRounds.push(round(quantile(list.slice(-samples), 0.99)));
+    }
+    const result = {
+      rows: stored,
+      tenants: tenantCount,
+      fill_ms: Math.round(fillMs),
+      insert_ms: Math.round(insertMs),
+      insert_rows_per_s: Math.round((rows / insertMs) * 1000),
+      settle_ms: Math.round(settleMs),
+      active_parts: parts,
+      point_read_ms: summary(point),
+      list_query_ms: summary(list),
+      list_rounds_p99_ms: listRounds,
+    };
+    process.stdout.write(`fill result ${JSON.stringify(result)}\n`);
+  } finally {
+    await client.close().catch(() => undefined);
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
+    process.exit(1);
+  },
+);

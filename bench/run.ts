@@ -1,0 +1,876 @@
+/**
+ * The benchmark suite (`npm run bench`): starts Kafka, Redis and a schema registry, runs the
+ * service as separate processes, and measures every scenario against a baseline taken in the
+ * same run (the machine is shared, so only ratios are comparable between runs). Results go
+ * to bench/results/latest.json and latest.md (quick mode: quick.json and quick.md).
+ * The README's "Benchmarks" section lists the scenarios and every environment variable.
+ */
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Admin, Kafka, Producer } from 'kafkajs';
+import { newId } from '../core/ids';
+import { topicNames } from '../core/topics';
+import { startLocalKafka, type LocalKafka } from '../infra/kafka/local-kafka';
+import { startLocalRedis, type LocalRedis } from '../infra/redis/local-redis';
+import { startSchemaRegistry, type SchemaRegistryServer } from '../infra/registry/server';
+import { AvroCodec } from '../platform/avro/codec';
+import type { DeliveryTask } from '../platform/avro/records';
+import { BatchingProducer } from '../platform/kafka/batching-producer';
+import { createKafka, ensureTopics } from '../platform/kafka/client';
+import { closedLoop, epochMs, paced, pool, post, taggedBody } from './lib/load';
+import { cpuBetween, cpuSnapshot, killAllChildren, REPO_ROOT, rssBytes, spawnScript, tail, type Child } from './lib/procs';
+import { markdown, met, type Entry, type Results } from './lib/report';
+import { api, createFlows, ReceiverClient, startInstance, type Flow, type Infra, type ServiceInstance } from './lib/service';
+import { median, overReps, quantile, round, sleep, slope, summary } from './lib/stats';
+
+// ---------------------------------------------------------------------------------------------
+// settings
+
+const QUICK = process.env.BENCH_QUICK === '1';
+function int(name: string, full: number, quick: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw.trim() === '') return QUICK ? quick : full;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n < 0) throw new Error(`${name}: expected a non-negative number, got "${raw}"`);
+  return n;
+}
+
+const S = {
+  reps: Math.max(1, int('BENCH_REPS', 5, 2)),
+  warmupS: int('BENCH_WARMUP_SECONDS', 5, 2),
+  seconds: Math.max(1, int('BENCH_SECONDS', 15, 4)),
+  concurrency: Math.max(1, int('BENCH_CONCURRENCY', 32, 32)),
+  e2eWindow: Math.max(1, int('E2E_WINDOW', 2_000, 2_000)),
+  flows: Math.max(1, int('E2E_FLOWS', 3, 3)),
+  passMessages: Math.max(100, int('PASS_MESSAGES', 30_000, 5_000)),
+  deliveryTasks: Math.max(100, int('DELIVERY_TASKS', 10_000, 3_000)),
+  latencyS: Math.max(1, int('LATENCY_SECONDS', 30, 5)),
+  soakS: Math.max(3, int('SOAK_SECONDS', 300, 20)),
+  soakWarmupS: int('SOAK_WARMUP_SECONDS', 15, 3),
+  soakFraction: int('SOAK_RATE_PERCENT', 50, 50) / 100,
+  queryRows: Math.max(1_000, int('QUERY_ROWS', 10_000_000, 100_000)),
+  queryBatchRows: Math.max(1_000, int('QUERY_BATCH_ROWS', 200_000, 50_000)),
+  queryTenants: Math.max(1, int('QUERY_TENANTS', 1, 1)),
+  querySamples: Math.max(5, int('QUERY_SAMPLES', 100, 20)),
+  queryRounds: Math.max(1, int('QUERY_ROUNDS', 3, 2)),
+  evidenceLeaves: Math.max(1_000, int('EVIDENCE_LEAVES', 1_000_000, 100_000)),
+  evidenceSealOutcomes: Math.max(100, int('EVIDENCE_SEAL_OUTCOMES', 20_000, 5_000)),
+  timeoutMin: int('BENCH_TIMEOUT_MINUTES', 60, 20),
+  logLevel: process.env.BENCH_LOG_LEVEL ?? 'info',
+};
+const ALL_SCENARIOS = ['ingest', 'delivery', 'end_to_end', 'memory', 'query', 'evidence'] as const;
+type Scenario = (typeof ALL_SCENARIOS)[number];
+const SELECTED = new Set<string>((process.env.BENCH_SCENARIOS ?? ALL_SCENARIOS.join(',')).split(',').map((s) => s.trim()).filter(Boolean));
+for (const s of SELECTED) if (!(ALL_SCENARIOS as readonly string[]).includes(s)) throw new Error(`BENCH_SCENARIOS: unknown scenario ${s}; known: ${ALL_SCENARIOS.join(', ')}`);
+const wants = (s: Scenario) => SELECTED.has(s);
+
+/** Kafka hops of one event: consume -> produce passes between received and deliveries.completed. */
+const HOPS = 4;
+/** How often consumer lag is sampled during a measured window. */
+const LAG_EVERY_MS = 1_000;
+const PARTITIONS = 3;
+
+// ---------------------------------------------------------------------------------------------
+// output
+
+const say = (msg: string) => process.stdout.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
+const entries: Entry[] = [];
+const failures: { scenario: string; error: string }[] = [];
+const durations: Record<string, number> = {};
+const runTag = () => randomBytes(4).toString('hex');
+
+function entry(e: Omit<Entry, 'met'>): Entry {
+  const full = { ...e, met: met(e.ratio, e.target, e.better) };
+  entries.push(full);
+  say(`${e.name}: ${e.value} ${e.unit} (baseline ${e.baseline.value} ${e.baseline.unit}), ratio ${e.ratio}, target ${e.better === 'higher' ? '>=' : '<='} ${e.target}: ${full.met ? 'met' : 'NOT met'}`);
+  return full;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Kafka helpers
+
+interface GroupLag {
+  lag: number;
+  /** Sum of the end offsets of the group's topics: how much has been written to its input. */
+  end: number;
+}
+
+/**
+ * Lag and input end offsets of every consumer group whose id starts with `prefix`. The groups
+ * and their topics are looked up once per tracker, so a sample costs one offsets request per
+ * group and one per topic: sampling must not load the broker it measures.
+ */
+function lagTracker(admin: Admin, prefix: string): () => Promise<Record<string, GroupLag>> {
+  let layout: { groupId: string; topics: string[] }[] | undefined;
+  return async () => {
+    if (!layout) {
+      const { groups } = await admin.listGroups();
+      layout = [];
+      for (const g of groups.filter((x) => x.groupId.startsWith(prefix))) {
+        const offsets = await admin.fetchOffsets({ groupId: g.groupId });
+        layout.push({ groupId: g.groupId, topics: offsets.map((t) => t.topic) });
+      }
+    }
+    const ends = new Map<string, { partition: number; high: string; low: string }[]>();
+    for (const topic of new Set(layout.flatMap((g) => g.topics))) ends.set(topic, await admin.fetchTopicOffsets(topic));
+    const out: Record<string, GroupLag> = {};
+    for (const g of layout) {
+      const offsets = await admin.fetchOffsets({ groupId: g.groupId, topics: g.topics });
+      let lag = 0;
+      let end = 0;
+      for (const t of offsets) {
+        for (const p of ends.get(t.topic) ?? []) {
+          const committed = Number(t.partitions.find((x) => x.partition === p.partition)?.offset ?? -1);
+          const high = Number(p.high);
+          lag += high - (committed < 0 ? Number(p.low) : committed);
+          end += high;
+        }
+      }
+      out[g.groupId.slice(prefix.length)] = { lag, end };
+    }
+    return out;
+  };
+}
+
+/**
+ * Per group: lag at the start and end of a window, its least-squares growth per second, and
+ * whether it is flat: over the window the backlog grew by less than 5% of the records that
+ * arrived, or by less than its own peak in the first half of the window (batching consumers
+ * such as the sink have a saw-tooth backlog that a few samples cannot fit).
+ */
+function lagVerdict(samples: { at: number; groups: Record<string, GroupLag> }[]) {
+  const first = samples[0];
+  const last = samples[samples.length - 1];
+  const out: Record<string, { start: number; end: number; max: number; growth_per_s: number; input_per_s: number; flat: boolean }> = {};
+  if (!first || !last) return { groups: out, flat: false };
+  const seconds = Math.max(1e-3, last.at - first.at);
+  for (const name of Object.keys(last.groups)) {
+    const points = samples.filter((s) => s.groups[name]).map((s) => ({ x: s.at, y: s.groups[name]!.lag }));
+    const growth = slope(points);
+    const input = ((last.groups[name]?.end ?? 0) - (first.groups[name]?.end ?? 0)) / seconds;
+    const firstHalfPeak = Math.max(0, ...points.filter((p) => p.x <= seconds / 2).map((p) => p.y));
+    const grew = growth * seconds;
+    out[name] = { start: first.groups[name]?.lag ?? 0, end: last.groups[name]!.lag, max: Math.max(...points.map((p) => p.y)), growth_per_s: round(growth, 1), input_per_s: round(input, 1), flat: grew <= Math.max(0.05 * input * seconds, firstHalfPeak, 50) };
+  }
+  return { groups: out, flat: Object.values(out).every((g) => g.flat) };
+}
+
+async function produceFiller(producer: Producer, topic: string, count: number, size: number): Promise<void> {
+  const value = randomBytes(size);
+  for (let i = 0; i < count; i += 1_000) {
+    const n = Math.min(1_000, count - i);
+    await producer.sendBatch({ acks: -1, topicMessages: [{ topic, messages: Array.from({ length: n }, (_, j) => ({ key: `k${(i + j) % 64}`, value })) }] });
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// the run
+
+interface Ctx {
+  root: string;
+  infra: Infra;
+  kafka: Kafka;
+  admin: Admin;
+  producer: Producer;
+  registry: SchemaRegistryServer;
+  receiver: Child;
+  rec: ReceiverClient;
+  /** Filled by the end-to-end scenario, used by the soak. */
+  e2eRate?: number;
+}
+
+const groupsOf = (ctx: Ctx, extra: Record<string, number>) => ({ receiver: ctx.receiver.pid, ...extra });
+
+/** CPU microseconds per item, per part of the run. */
+const perItem = (cpu: { totalUs: number; byPart: Record<string, number> }, items: number): Record<string, number> =>
+  Object.fromEntries([...Object.entries(cpu.byPart), ['total', cpu.totalUs] as [string, number]].map(([k, us]) => [k, us / Math.max(1, items)]));
+
+function medianParts(parts: Record<string, number>[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const k of new Set(parts.flatMap((p) => Object.keys(p)))) out[k] = round(median(parts.map((p) => p[k] ?? 0)), 0);
+  return out;
+}
+
+/** Raw pass-through of `count` prefilled records in its own process; rate and CPU per record. */
+async function passThroughRep(ctx: Ctx, from: string, to: string, count: number): Promise<{ perS: number; cpuUsPerMsg: number; byPart: Record<string, number> }> {
+  const child = spawnScript('passthrough', 'bench/passthrough.ts', [], { ...process.env, PASS_BROKERS: ctx.infra.brokers.join(','), PASS_FROM: from, PASS_TO: to, PASS_GROUP: `bench-pass-${runTag()}`, PASS_COUNT: String(count) }, path.join(ctx.root, `passthrough-${runTag()}.log`));
+  try {
+    await child.waitForOutput(/passthrough joined/, 60_000);
+    const before = cpuSnapshot({ passthrough: child.pid });
+    const [, json] = await child.waitForOutput(/passthrough result (\{.*\})/, 300_000);
+    const after = cpuSnapshot({ passthrough: child.pid });
+    const r = JSON.parse(json!) as { count: number; per_s: number };
+    const cpu = cpuBetween(before, after);
+    const us = (cpu.byPart.passthrough ?? 0) + (cpu.byPart['broker JVM'] ?? 0);
+    return { perS: r.per_s, cpuUsPerMsg: us / r.count, byPart: cpu.byPart };
+  } finally {
+    await child.stop(5_000);
+  }
+}
+
+async function scenarioIngestAndDelivery(ctx: Ctx): Promise<void> {
+  const bare = spawnScript('bare server', 'bench/bare-server.ts', [], process.env, path.join(ctx.root, 'bare-server.log'));
+  const [, bareUrl] = await bare.waitForOutput(/bare server listening (\S+)/, 60_000);
+  say('starting the service (STAGES=api,deliver) for ingest and delivery');
+  const svc = await startInstance({ name: 'svc-ingest', root: ctx.root, prefix: 'bench1.', stages: 'api,deliver', infra: ctx.infra, logLevel: S.logLevel });
+  try {
+    const [flow] = await createFlows(svc, ctx.rec.hookUrl, 1, PARTITIONS);
+    if (wants('ingest')) {
+      const t = performance.now();
+      try {
+        await ingest(ctx, svc, flow!, bareUrl!);
+      } catch (err) {
+        fail('ingest', err);
+      }
+      durations.ingest = (performance.now() - t) / 1000;
+    }
+    await bare.stop(5_000);
+    if (wants('delivery')) {
+      const t = performance.now();
+      try {
+        await delivery(ctx, svc, flow!);
+      } catch (err) {
+        fail('delivery', err);
+      }
+      durations.delivery = (performance.now() - t) / 1000;
+    }
+  } finally {
+    await svc.proc.stop();
+    await bare.stop(5_000);
+  }
+}
+
+async function ingest(ctx: Ctx, svc: ServiceInstance, flow: Flow, bareUrl: string): Promise<void> {
+  const svcPool = pool(svc.url, S.concurrency);
+  const barePool = pool(bareUrl, S.concurrency);
+  const run = runTag();
+  const body = (s: number) => taggedBody(run, s, epochMs());
+  const svcRates: number[] = [];
+  const bareRates: number[] = [];
+  const errors: Record<string, number> = {};
+  const cpuParts: Record<string, number>[] = [];
+  try {
+    for (let rep = 0; rep < S.reps; rep++) {
+      // alternate, so that a slow moment of the shared machine hits both sides alike
+      const cpu0 = cpuSnapshot(groupsOf(ctx, { service: svc.proc.pid }));
+      const a = await closedLoop({ pool: svcPool, paths: [flow.hookPath], concurrency: S.concurrency, warmupMs: S.warmupS * 1000, measureMs: S.seconds * 1000, body, expect: 202 });
+      cpuParts.push(perItem(cpuBetween(cpu0, cpuSnapshot(groupsOf(ctx, { service: svc.proc.pid }))), a.okTotal));
+      const b = await closedLoop({ pool: barePool, paths: ['/v1/hooks/bare'], concurrency: S.concurrency, warmupMs: S.warmupS * 1000, measureMs: S.seconds * 1000, body, expect: 202 });
+      for (const [k, v] of Object.entries(a.statuses)) errors[`service ${k}`] = (errors[`service ${k}`] ?? 0) + v;
+      for (const [k, v] of Object.entries(b.statuses)) errors[`bare ${k}`] = (errors[`bare ${k}`] ?? 0) + v;
+      svcRates.push(a.rate);
+      bareRates.push(b.rate);
+      say(`ingest rep ${rep + 1}/${S.reps}: service ${Math.round(a.rate)}/s, bare node:http ${Math.round(b.rate)}/s`);
+    }
+  } finally {
+    await Promise.all([svcPool.close(), barePool.close()]);
+  }
+  const v = overReps(svcRates, 0);
+  const b = overReps(bareRates, 0);
+  entry({
+    name: 'ingest',
+    metric: 'accepted webhooks per second at the Hook URL',
+    unit: 'req/s',
+    ...v,
+    repetitions: S.reps,
+    baseline: { name: 'bare node:http 202', ...b, unit: 'req/s' },
+    ratio: round(v.value / b.value),
+    target: 0.5,
+    better: 'higher',
+    notes: `POST /v1/hooks/{ingester_id} with a 1 KB JSON body, ${S.concurrency} keep-alive connections without pipelining (undici Pool), closed loop, ${S.warmupS} s warm-up then ${S.seconds} s counted per repetition; 202 only after Kafka acknowledged the event and its received transition (acks=all). The service process runs STAGES=api,deliver (nothing downstream consumes, so the figure is the Hook URL itself). Baseline: a bare node:http server in its own process that reads the body and answers 202 with a small JSON document, same load generator, alternating repetitions. ratio = value / baseline. CPU per accepted webhook (us, median): ${partsText(medianParts(cpuParts))}.`,
+    details: { per_rep: { service: svcRates.map((x) => Math.round(x)), bare: bareRates.map((x) => Math.round(x)) }, errors, cpu_us_per_request_median: medianParts(cpuParts) },
+  });
+}
+
+async function delivery(ctx: Ctx, svc: ServiceInstance, flow: Flow): Promise<void> {
+  const topics = topicNames(svc.prefix);
+  const codec = AvroCodec.connect(ctx.infra.registryUrl);
+  await codec.register({ [topics.deliveryRequested]: 'DeliveryTask' });
+  const n = S.deliveryTasks;
+  const receiverPool = pool(new URL(ctx.rec.base).origin, S.concurrency);
+  const stageRates: number[] = [];
+  const rawRates: number[] = [];
+  const cpuParts: Record<string, number>[] = [];
+  let overlapNote = '';
+  /** Rate over arrivals from `from` (epoch ms) up to the 95th percentile arrival. */
+  const rateOf = (arrivals: number[], from: number) => {
+    const a = [...arrivals].sort((x, y) => x - y);
+    const hi = Math.max(1, Math.floor(0.95 * a.length) - 1);
+    let lo = Math.floor(0.05 * a.length);
+    while (lo < hi && a[lo]! < from) lo++;
+    if (hi - lo < 0.3 * a.length) {
+      overlapNote = ' In some repetition the tasks were produced for most of the run, so the deliver stage was not backlogged throughout.';
+      lo = Math.floor(0.05 * a.length);
+    }
+    return ((hi - lo) / Math.max(1e-3, a[hi]! - a[lo]!)) * 1000;
+  };
+  try {
+    for (let rep = 0; rep < S.reps; rep++) {
+      // the deliver stage: a backlog of tasks on deliveries.requested, counted at the receiver
+      let run = runTag();
+      await ctx.rec.reset(run);
+      const now = Date.now();
+      const values = await Promise.all(
+        Array.from({ length: n }, (_, i) => {
+          const task: DeliveryTask = { delivery_id: newId('delivery'), event_id: newId('event'), tenant_id: 'demo', ingester_id: flow.ingesterId, destination_id: flow.destinationId, correlation_id: 'cor_bench', attempt: 1, not_before: now, received_at: now, content_type: 'application/json', body: Buffer.from(taggedBody(run, i, epochMs())), replay_of: null };
+          return codec.encode(topics.deliveryRequested, 'DeliveryTask', task);
+        }),
+      );
+      for (let i = 0; i < n; i += 500) {
+        await ctx.producer.sendBatch({ acks: -1, topicMessages: [{ topic: topics.deliveryRequested, messages: values.slice(i, i + 500).map((value) => ({ key: flow.destinationId, value })) }] });
+      }
+      const producedAt = epochMs();
+      const cpu0 = cpuSnapshot(groupsOf(ctx, { service: svc.proc.pid }));
+      const got = await ctx.rec.waitFor(n, Math.max(120_000, (n / 20) * 1000));
+      if (got < n) throw new Error(`the deliver stage delivered ${got} of ${n} tasks in time; see ${svc.proc.logFile}`);
+      const arrivals = (await ctx.rec.detail()).arrivals;
+      cpuParts.push(perItem(cpuBetween(cpu0, cpuSnapshot(groupsOf(ctx, { service: svc.proc.pid }))), arrivals.filter((a) => a >= producedAt).length));
+      stageRates.push(rateOf(arrivals, producedAt));
+
+      // raw undici, same receiver, same concurrency, for the same measured time as ingest
+      run = runTag();
+      await ctx.rec.reset(run);
+      const raw = await closedLoop({ pool: receiverPool, paths: ['/hook'], concurrency: S.concurrency, warmupMs: S.warmupS * 1000, measureMs: S.seconds * 1000, body: (s) => taggedBody(run, s, epochMs()), expect: 200 });
+      if (raw.errors > 0) throw new Error(`raw undici: ${raw.errors} requests failed`);
+      rawRates.push(raw.rate);
+      say(`delivery rep ${rep + 1}/${S.reps}: deliver stage ${Math.round(stageRates[rep]!)}/s, raw undici ${Math.round(rawRates[rep]!)}/s`);
+    }
+  } finally {
+    await receiverPool.close();
+  }
+  const v = overReps(stageRates, 0);
+  const b = overReps(rawRates, 0);
+  entry({
+    name: 'delivery',
+    metric: 'deliveries per second from the deliver stage to a local receiver',
+    unit: 'deliveries/s',
+    ...v,
+    repetitions: S.reps,
+    baseline: { name: 'raw undici POST', ...b, unit: 'req/s' },
+    ratio: round(v.value / b.value),
+    target: 0.5,
+    better: 'higher',
+    notes: `Isolated: ${n} DeliveryTask records (1 KB JSON body, one destination) produced onto deliveries.requested while the service runs STAGES=api,deliver; counted at the receiver process from the moment the backlog is fully produced up to the 95th-percentile arrival. The stage's concurrency is DELIVERY_PER_DESTINATION (32) for the one destination; each delivery is signed (Standard Webhooks), sent through the SSRF-guarded agent, and its outcome and delivered transition are produced (acks=all) before its offset may be committed. Baseline: 1 KB POSTs from an undici Pool with ${S.concurrency} connections (no pipelining, closed loop) to the same receiver, ${S.warmupS} s warm-up then ${S.seconds} s counted. ratio = value / baseline. CPU per delivery (us, median): ${partsText(medianParts(cpuParts))}.${overlapNote}`,
+    details: { per_rep: { deliver_stage: stageRates.map((x) => Math.round(x)), raw_undici: rawRates.map((x) => Math.round(x)) }, cpu_us_per_delivery_median: medianParts(cpuParts) },
+  });
+}
+
+async function scenarioEndToEnd(ctx: Ctx): Promise<void> {
+  // the baseline's topics, prefilled once; each repetition reads them with a new group
+  const passIn = 'bench.pass.in';
+  const passOut = 'bench.pass.out';
+  const latIn = 'bench.lat.in';
+  const latOut = 'bench.lat.out';
+  await ensureTopics(ctx.kafka, [passIn, passOut, latIn, latOut].map((topic) => ({ topic, partitions: PARTITIONS })), 1);
+  await produceFiller(ctx.producer, passIn, S.passMessages, 1_300);
+
+  say('starting the service (all stages) for end to end, CPU, latency and memory');
+  const svc = await startInstance({ name: 'svc-pipeline', root: ctx.root, prefix: 'bench2.', stages: 'all', infra: ctx.infra, logLevel: S.logLevel });
+  const svcPid = svc.proc.pid;
+  try {
+    const flows = await createFlows(svc, ctx.rec.hookUrl, S.flows, PARTITIONS);
+    const paths = flows.map((f) => f.hookPath);
+    const groupPrefix = `${svc.prefix}hookline.`;
+    const hookPool = pool(svc.url, S.concurrency);
+    try {
+      // warm-up: every group joined, one event through
+      const warm = runTag();
+      await ctx.rec.reset(warm);
+      for (let i = 0; i < paths.length; i++) {
+        const r = await post(hookPool, paths[i]!, taggedBody(warm, i, epochMs()), 202);
+        if (!r.ok) throw new Error(`warm-up webhook answered ${r.status}`);
+      }
+      if ((await ctx.rec.waitFor(paths.length, 120_000)) < paths.length) throw new Error(`warm-up events were not delivered; see ${svc.proc.logFile}`);
+
+      if (wants('end_to_end')) {
+        const t = performance.now();
+        try {
+          await endToEnd(ctx, svc, hookPool, paths, groupPrefix);
+        } catch (err) {
+          fail('end_to_end', err);
+        }
+        durations.end_to_end = (performance.now() - t) / 1000;
+      }
+      if (wants('memory')) {
+        const t2 = performance.now();
+        try {
+          await memory(ctx, svcPid, hookPool, paths, groupPrefix);
+        } catch (err) {
+          fail('memory', err);
+        }
+        durations.memory = (performance.now() - t2) / 1000;
+      }
+    } finally {
+      await hookPool.close();
+    }
+  } finally {
+    await svc.proc.stop();
+  }
+
+  async function endToEnd(ctx: Ctx, svc: ServiceInstance, hookPool: ReturnType<typeof pool>, paths: string[], groupPrefix: string): Promise<void> {
+    const rates: number[] = [];
+    const cpuPerEvent: number[] = [];
+    const parts: Record<string, number>[] = [];
+    const passRates: number[] = [];
+    const passCpu: number[] = [];
+    const lags: ReturnType<typeof lagVerdict>[] = [];
+    const lagOf = lagTracker(ctx.admin, groupPrefix);
+    // what the run costs with no traffic: consumers polling, the broker answering them
+    const idle0 = cpuSnapshot(groupsOf(ctx, { service: svc.proc.pid }));
+    const idleT = performance.now();
+    await sleep(Math.max(2_000, S.warmupS * 1000));
+    const idleCpu = cpuBetween(idle0, cpuSnapshot(groupsOf(ctx, { service: svc.proc.pid })));
+    const idleS = (performance.now() - idleT) / 1000;
+    const idlePerS = Object.fromEntries(Object.entries(idleCpu.byPart).map(([k, us]) => [k, round(us / idleS / 1000, 1)]));
+    for (let rep = 0; rep < S.reps; rep++) {
+      const run = runTag();
+      await ctx.rec.reset(run);
+      let delivered = 0;
+      let accepted = 0;
+      let polling = true;
+      const poller = (async () => {
+        while (polling) {
+          delivered = (await ctx.rec.stats()).distinct;
+          await sleep(50);
+        }
+      })();
+      const warmupMs = S.warmupS * 1000;
+      const measureMs = S.seconds * 1000;
+      const window = (async () => {
+        await sleep(warmupMs);
+        const c0 = (await ctx.rec.stats()).distinct;
+        const cpu0 = cpuSnapshot(groupsOf(ctx, { service: svc.proc.pid }));
+        const t0 = performance.now();
+        const samples: { at: number; groups: Record<string, GroupLag> }[] = [{ at: 0, groups: await lagOf() }];
+        for (let k = 1; k * LAG_EVERY_MS < measureMs; k++) {
+          await sleep(Math.max(0, t0 + k * LAG_EVERY_MS - performance.now()));
+          samples.push({ at: (performance.now() - t0) / 1000, groups: await lagOf() });
+        }
+        await sleep(Math.max(0, t0 + measureMs - performance.now()));
+        const c1 = (await ctx.rec.stats()).distinct;
+        const cpu1 = cpuSnapshot(groupsOf(ctx, { service: svc.proc.pid }));
+        const ms = performance.now() - t0;
+        return { events: c1 - c0, ms, cpu: cpuBetween(cpu0, cpu1), samples };
+      })();
+      const load = await closedLoop({ pool: hookPool, paths, concurrency: S.concurrency, warmupMs, measureMs, body: (s) => taggedBody(run, s, epochMs()), expect: 202, gate: (issued) => issued - delivered < S.e2eWindow, onAccepted: () => accepted++ });
+      const w = await window;
+      // drain, so that the next repetition starts from an empty pipeline
+      const got = await ctx.rec.waitFor(accepted, 120_000);
+      polling = false;
+      await poller;
+      if (got < accepted) throw new Error(`${accepted - got} of ${accepted} accepted events were not delivered within 120 s after the load stopped`);
+      if (w.events <= 0) throw new Error('no event was delivered in the measured window');
+      const rate = (w.events / w.ms) * 1000;
+      rates.push(rate);
+      cpuPerEvent.push(w.cpu.totalUs / w.events);
+      parts.push(Object.fromEntries(Object.entries(w.cpu.byPart).map(([k, us]) => [k, round(us / w.events, 0)])));
+      lags.push(lagVerdict(w.samples));
+      const pass = await passThroughRep(ctx, passIn, passOut, S.passMessages);
+      passRates.push(pass.perS);
+      passCpu.push(pass.cpuUsPerMsg);
+      say(`end-to-end rep ${rep + 1}/${S.reps}: ${Math.round(rate)} delivered/s (x${HOPS} hops = ${Math.round(rate * HOPS)}), lag flat: ${lags[rep]!.flat}, ${Math.round(cpuPerEvent[rep]!)} CPU us/event, ${load.errors} refused; raw pass-through ${Math.round(pass.perS)}/s, ${Math.round(pass.cpuUsPerMsg)} CPU us/msg`);
+    }
+    const v = overReps(rates, 0);
+    const b = overReps(passRates, 0);
+    const allFlat = lags.every((l) => l.flat);
+    ctx.e2eRate = v.value;
+    entry({
+      name: 'end_to_end',
+      metric: `delivered events per second x ${HOPS} Kafka hops`,
+      unit: 'hop-records/s',
+      value: round(v.value * HOPS, 0),
+      spread: { min: round(v.spread.min * HOPS, 0), max: round(v.spread.max * HOPS, 0) },
+      repetitions: S.reps,
+      baseline: { name: 'raw kafkajs consume -> produce pass-through', ...b, unit: 'msg/s' },
+      ratio: round((v.value * HOPS) / b.value),
+      target: 0.5,
+      better: 'higher',
+      notes: `Delivered events/s (median ${v.value}, min ${v.spread.min}, max ${v.spread.max}) counted at the receiver process, ingest -> validate -> filter -> route -> deliver, all stages in one service process (sink and evidence included, LOG_LEVEL=${S.logLevel}). ${HOPS} hops: validate (received -> validated), filter (validated -> filtered), route (filtered -> deliveries.requested) and deliver (deliveries.requested -> deliveries.completed) each consume a record and produce one, the unit the baseline measures; the Hook URL's produce to received has no consume and is not counted (it is the ingest scenario). Load: ${S.concurrency} connections over ${paths.length} ingester -> destination flows on different partitions, closed over the whole pipeline: at most ${S.e2eWindow} events sent and not yet delivered, so consumer lag is bounded by construction; lag of every service consumer group sampled each second, flat in ${lags.filter((l) => l.flat).length} of ${lags.length} repetitions (flat: over the window a group's backlog grew by less than 5% of what arrived, or less than its own peak in the first half); largest backlogs (median of each window's peak, records): ${topBacklogs(lags)}. ${S.warmupS} s warm-up, ${S.seconds} s counted. Baseline: raw kafkajs in its own process consuming ${S.passMessages} prefilled 1.3 KB records and producing each fetched batch in one request with acks=all, committing per batch, the stages' consumer settings. ratio = value x hops / baseline.${allFlat ? '' : ' NOTE: lag was not flat in every repetition (see details).'}`,
+      details: { delivered_per_s: rates.map((x) => Math.round(x)), pass_through_per_s: passRates.map((x) => Math.round(x)), lag: lags },
+    });
+    const c = overReps(cpuPerEvent, 0);
+    const cb = overReps(passCpu.map((x) => x * HOPS), 0);
+    const partMedians = medianParts(parts);
+    entry({
+      name: 'cpu_per_event',
+      metric: 'CPU time per delivered event, all processes',
+      unit: 'us/event',
+      ...c,
+      repetitions: S.reps,
+      baseline: { name: `raw pass-through CPU per message x ${HOPS} hops`, ...cb, unit: 'us/event' },
+      ratio: round(cb.value / c.value),
+      target: 0.5,
+      better: 'higher',
+      notes: `utime+stime from /proc/<pid>/stat (CLK_TCK ticks) of every process of the run (this load generator, its children and every member of their process groups: service, broker JVM, Redis, receiver) read at the start and end of each end-to-end window, divided by the events delivered in it. Median per part (us/event): ${partsText(partMedians)}. With no traffic the run spends (ms of CPU per second): ${partsText(idlePerS)}, mostly consumers polling the broker; that fixed cost is part of the figure. Baseline: CPU of the pass-through process and the broker over a pass-through run, per message, times ${HOPS}; it has no HTTP, Avro, transitions, logs, sink or evidence. Target (this suite's own): ratio = baseline / value >= 0.5.`,
+      details: { per_rep: cpuPerEvent.map((x) => Math.round(x)), per_part_median: partMedians, idle_cpu_ms_per_s: idlePerS },
+    });
+
+    // latency at 80% of the measured rate, against the raw pass-through at the same rate
+    const rate = Math.max(1, Math.round(0.8 * v.value));
+    const warmMs = Math.min(3_000, S.latencyS * 1000);
+    const warmRun = runTag();
+    await ctx.rec.reset(warmRun);
+    await paced({ rate, durationMs: warmMs, send: (s, due) => post(hookPool, paths[s % paths.length]!, taggedBody(warmRun, s, due), 202).then((r) => r.ok) });
+    const run = runTag();
+    await ctx.rec.reset(run);
+    const sent = await paced({ rate, durationMs: S.latencyS * 1000, send: (s, due) => post(hookPool, paths[s % paths.length]!, taggedBody(run, s, due), 202).then((r) => r.ok) });
+    const got = await ctx.rec.waitFor(sent.ok, 120_000);
+    const lat = (await ctx.rec.detail()).latencies;
+    const raw = await rawLatency(ctx, latIn, latOut, rate, S.latencyS * 1000, warmMs);
+    const e2eP99 = quantile(lat, 0.99);
+    const rawP99 = quantile(raw, 0.99);
+    entry({
+      name: 'end_to_end_latency',
+      metric: `ingest -> delivered latency p99 at ${rate} events/s (80% of the end-to-end rate)`,
+      unit: 'ms',
+      value: round(e2eP99),
+      spread: { min: round(quantile(lat, 0.5)), max: round(Math.max(...lat)) },
+      repetitions: 1,
+      baseline: { name: 'raw pass-through p99 (one hop) at the same rate', value: round(rawP99), spread: { min: round(quantile(raw, 0.5)), max: round(Math.max(...raw)) }, unit: 'ms' },
+      ratio: round((HOPS * rawP99) / e2eP99),
+      target: 0.5,
+      better: 'higher',
+      notes: `One paced (open-loop) run of ${S.latencyS} s after ${warmMs / 1000} s of warm-up; latency from the time each webhook was due to be sent until the receiver got it, so a stall counts in full. p50 ${round(quantile(lat, 0.5))} ms, p99 ${round(e2eP99)} ms over ${lat.length} events (${got} of ${sent.ok} accepted delivered${sent.errors ? `, ${sent.errors} refused` : ''}); here spread is {p50, max}, not min/max over repetitions. Beside it the raw pass-through at the same rate, produced through the Hook URL's batching (BatchingProducer, acks=all), one consume -> produce, consumed back: p50 ${round(quantile(raw, 0.5))} ms, p99 ${round(rawP99)} ms over ${raw.length} records. Target (this suite's own): ratio = ${HOPS} x raw p99 / end-to-end p99 >= 0.5.`,
+      details: { rate_per_s: rate, end_to_end_ms: summary(lat), raw_pass_through_ms: summary(raw) },
+    });
+  }
+}
+
+/** One pass-through hop at `rate` records/s: produce (batched as the Hook URL does) -> pass-through process -> consume. */
+async function rawLatency(ctx: Ctx, from: string, to: string, rate: number, durationMs: number, warmMs: number): Promise<number[]> {
+  const child = spawnScript('passthrough (latency)', 'bench/passthrough.ts', [], { ...process.env, PASS_BROKERS: ctx.infra.brokers.join(','), PASS_FROM: from, PASS_TO: to, PASS_GROUP: `bench-lat-${runTag()}`, PASS_COUNT: '0' }, path.join(ctx.root, 'passthrough-latency.log'));
+  const consumer = ctx.kafka.consumer({ groupId: `bench-lat-read-${runTag()}`, maxWaitTimeInMs: 50 });
+  try {
+    await child.waitForOutput(/passthrough joined/, 60_000);
+    await consumer.connect();
+    await consumer.subscribe({ topics: [to], fromBeginning: false });
+    const joined = new Promise<void>((resolve) => consumer.on(consumer.events.GROUP_JOIN, () => resolve()));
+    let measureFrom = Number.POSITIVE_INFINITY;
+    const latencies: number[] = [];
+    let seen = 0;
+    await consumer.run({
+      eachBatch: async ({ batch }) => {
+        const at = epochMs();
+        for (const m of batch.messages) {
+          seen++;
+          const due = m.value!.readDoubleBE(0);
+          if (due >= measureFrom) latencies.push(at - due);
+        }
+      },
+    });
+    await joined;
+    await sleep(1_000);
+    const batching = new BatchingProducer(ctx.producer);
+    const filler = randomBytes(1_300);
+    const send = (_s: number, due: number) => {
+      const value = Buffer.from(filler);
+      value.writeDoubleBE(due, 0);
+      return batching.send([{ topic: from, messages: [{ key: `k${_s % 64}`, value }] }]).then(() => true);
+    };
+    await paced({ rate, durationMs: warmMs, send });
+    measureFrom = epochMs();
+    const r = await paced({ rate, durationMs, send });
+    const expected = Math.floor((rate * warmMs) / 1000) + r.ok;
+    const deadline = Date.now() + 60_000;
+    while (seen < expected && Date.now() < deadline) await sleep(50);
+    return latencies;
+  } finally {
+    await consumer.disconnect().catch(() => undefined);
+    await child.stop(5_000);
+  }
+}
+
+async function memory(ctx: Ctx, pid: number, hookPool: ReturnType<typeof pool>, paths: string[], groupPrefix: string): Promise<void> {
+  const rate = Math.max(1, Math.round((ctx.e2eRate ?? 400) * S.soakFraction));
+  const warm = runTag();
+  await ctx.rec.reset(warm);
+  await paced({ rate, durationMs: S.soakWarmupS * 1000, send: (s, due) => post(hookPool, paths[s % paths.length]!, taggedBody(warm, s, due), 202).then((r) => r.ok) });
+  const run = runTag();
+  await ctx.rec.reset(run);
+  const samples: number[] = [];
+  const lagOf = lagTracker(ctx.admin, groupPrefix);
+  const lagStart = await lagOf();
+  const t0 = performance.now();
+  const timer = setInterval(() => {
+    const rss = rssBytes(pid);
+    if (rss !== undefined) samples.push(rss / 2 ** 20);
+  }, 1_000);
+  let sent: Awaited<ReturnType<typeof paced>>;
+  try {
+    sent = await paced({ rate, durationMs: S.soakS * 1000, send: (s, due) => post(hookPool, paths[s % paths.length]!, taggedBody(run, s, due), 202).then((r) => r.ok) });
+  } finally {
+    clearInterval(timer);
+  }
+  const seconds = (performance.now() - t0) / 1000;
+  const lagEnd = await lagOf();
+  const got = await ctx.rec.waitFor(sent.ok, 120_000);
+  if (samples.length < 3) throw new Error('too few RSS samples');
+  const windowN = Math.max(1, Math.min(60, Math.floor(samples.length / 3)));
+  const avg = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+  const first = avg(samples.slice(0, windowN));
+  const last = avg(samples.slice(-windowN));
+  const peak = Math.max(...samples);
+  const ratio = last / first;
+  entry({
+    name: 'memory',
+    metric: 'peak RSS of the service process over a sustained run',
+    unit: 'MiB',
+    value: round(peak, 1),
+    spread: { min: round(Math.min(...samples), 1), max: round(peak, 1) },
+    repetitions: 1,
+    baseline: { name: `first-${windowN} s average RSS`, value: round(first, 1), spread: { min: round(Math.min(...samples.slice(0, windowN)), 1), max: round(Math.max(...samples.slice(0, windowN)), 1) }, unit: 'MiB' },
+    ratio: round(ratio, 3),
+    target: 1.1,
+    better: 'lower',
+    notes: `VmRSS of the service's node process (all stages) sampled every second for ${Math.round(seconds)} s at a steady ${rate} webhooks/s (${Math.round(S.soakFraction * 100)}% of the end-to-end rate), after ${S.soakWarmupS} s of warm-up at that rate and the end-to-end runs before it. Peak ${round(peak, 1)} MiB; first-${windowN} s average ${round(first, 1)} MiB, last-${windowN} s average ${round(last, 1)} MiB; spread is the min/max sample. Flat: ratio = last / first average <= 1.1. ${got} of ${sent.ok} accepted delivered${sent.errors ? `, ${sent.errors} refused` : ''}.`,
+    details: { rate_per_s: rate, first_avg_mib: round(first, 1), last_avg_mib: round(last, 1), peak_mib: round(peak, 1), samples_mib: samples.map((x) => round(x, 1)), lag_start: lagStart, lag_end: lagEnd },
+  });
+}
+
+async function scenarioQuery(ctx: Ctx): Promise<void> {
+  const name = 'svc-query';
+  const dataDir = path.join(ctx.root, name);
+  mkdirSync(dataDir, { recursive: true });
+  say(`filling ClickHouse with ${S.queryRows.toLocaleString('en-US')} delivery rows`);
+  const fill = spawnScript('clickhouse fill', 'bench/fill-clickhouse.ts', [], { ...process.env, FILL_DATA_DIR: dataDir, FILL_DATABASE: 'hookline', FILL_ROWS: String(S.queryRows), FILL_BATCH_ROWS: String(S.queryBatchRows), FILL_TENANT: 'demo', FILL_TENANTS: String(S.queryTenants), FILL_SAMPLES: String(S.querySamples), FILL_ROUNDS: String(S.queryRounds) }, path.join(ctx.root, 'fill.log'));
+  const exit = await fill.exited;
+  await fill.stop(1_000);
+  if (exit.code !== 0) throw new Error(`the fill failed (${exit.code ?? exit.signal}): ${tail(fill.logFile, 2000)}`);
+  const m = /fill result (\{.*\})/.exec(readFileSync(fill.logFile, 'utf8'));
+  if (!m) throw new Error('the fill printed no result');
+  const f = JSON.parse(m[1]!) as { rows: number; fill_ms: number; insert_rows_per_s: number; settle_ms: number; active_parts: number; point_read_ms: ReturnType<typeof summary>; list_query_ms: ReturnType<typeof summary> & { by_round?: number[] }; list_rounds_p99_ms: number[] };
+  say(`fill took ${(f.fill_ms / 1000).toFixed(1)} s (${f.insert_rows_per_s.toLocaleString('en-US')} rows/s inserted, ${f.rows.toLocaleString('en-US')} rows stored, merges settled in ${(f.settle_ms / 1000).toFixed(1)} s)`);
+
+  const svc = await startInstance({ name, root: ctx.root, prefix: 'bench4.', stages: 'api', infra: ctx.infra, logLevel: S.logLevel });
+  const p = pool(svc.url, 1);
+  try {
+    const pathname = '/v1/tenants/demo/deliveries?status=failed&limit=100';
+    const get = async () => {
+      const t = performance.now();
+      const res = await p.request({ path: pathname, method: 'GET', headers: { authorization: `Bearer ${svc.key}` } });
+      const body = (await res.body.json()) as { deliveries?: unknown[] };
+      const ms = performance.now() - t;
+      if (res.statusCode !== 200 || body.deliveries?.length !== 100) throw new Error(`GET deliveries answered ${res.statusCode} with ${body.deliveries?.length} items`);
+      return ms;
+    };
+    for (let i = 0; i < 5; i++) await get();
+    const rounds: number[] = [];
+    const all: number[] = [];
+    for (let r = 0; r < S.queryRounds; r++) {
+      const xs: number[] = [];
+      for (let i = 0; i < S.querySamples; i++) xs.push(await get());
+      rounds.push(quantile(xs, 0.99));
+      all.push(...xs);
+    }
+    const v = overReps(rounds);
+    const b = overReps(f.list_rounds_p99_ms);
+    entry({
+      name: 'query',
+      metric: `GET /v1/tenants/{t}/deliveries?status=failed&limit=100 p99 with ${f.rows.toLocaleString('en-US')} delivery rows`,
+      unit: 'ms',
+      ...v,
+      repetitions: S.queryRounds,
+      baseline: { name: 'same SQL through @clickhouse/client', ...b, unit: 'ms' },
+      ratio: round(b.value / v.value),
+      target: 0.5,
+      better: 'higher',
+      notes: `${f.rows.toLocaleString('en-US')} synthetic attempts (the sink's row shape; 5% failed, 5% retrying, over 90 days, ${S.queryTenants === 1 ? 'all of the queried tenant: the worst case' : `spread over ${S.queryTenants} tenants`}) inserted with @clickhouse/client in batches of ${S.queryBatchRows.toLocaleString('en-US')} rows into the embedded engine by a separate process before the service opened the data dir: fill took ${(f.fill_ms / 1000).toFixed(1)} s, baseline insert ${f.insert_rows_per_s.toLocaleString('en-US')} rows/s, ${f.active_parts} active parts after merges settled. Value: p99 of ${S.querySamples} sequential GETs per round over HTTP (auth, rate limiter, JSON), median of ${S.queryRounds} rounds; overall p50 ${round(quantile(all, 0.5))} ms. Baseline: the route's own SQL (FINAL, status filter, ORDER BY attempted_at DESC, LIMIT 101) through the bare client on the same rows, p99 per round of ${S.querySamples}; a bare primary-key point read has p99 ${f.point_read_ms.p99} ms (p50 ${f.point_read_ms.p50}). Target (this suite's own): ratio = baseline / value >= 0.5.`,
+      details: { fill_seconds: round(f.fill_ms / 1000, 1), insert_rows_per_s: f.insert_rows_per_s, rows: f.rows, api_ms: summary(all), api_p99_by_round: rounds.map((x) => round(x)), sql_p99_by_round: f.list_rounds_p99_ms, bare_point_read_ms: f.point_read_ms, bare_list_query_ms: f.list_query_ms },
+    });
+  } finally {
+    await p.close();
+    await svc.proc.stop();
+  }
+}
+
+async function scenarioEvidence(root: string): Promise<void> {
+  const out = path.join(root, 'evidence.json');
+  say(`evidence log benchmark (${S.evidenceLeaves.toLocaleString('en-US')} leaves; it starts its own Kafka)`);
+  const child = spawnScript('evidence bench', 'bench/evidence.ts', [], { ...process.env, LEAVES: String(S.evidenceLeaves), SEAL_OUTCOMES: String(S.evidenceSealOutcomes), EVIDENCE_RESULTS: out }, path.join(root, 'evidence.log'));
+  const timer = setTimeout(() => void child.stop(5_000), 30 * 60_000);
+  const exit = await child.exited;
+  clearTimeout(timer);
+  await child.stop(1_000);
+  if (exit.code !== 0) throw new Error(`bench/evidence.ts failed (${exit.code ?? exit.signal}): ${tail(child.logFile, 2000)}`);
+  const r = JSON.parse(readFileSync(out, 'utf8')) as {
+    leaves_at_proof_time: number;
+    seal: { leaves_per_s: number; baseline_pass_through_per_s: number; ratio: number };
+    proofs: { inclusion_ms: ReturnType<typeof summary>; baseline_point_read_ms: ReturnType<typeof summary>; consistency_ms: ReturnType<typeof summary> };
+  };
+  const v = r.proofs.inclusion_ms;
+  const b = r.proofs.baseline_point_read_ms;
+  entry({
+    name: 'evidence_proof',
+    metric: `inclusion proof read p99 at ${r.leaves_at_proof_time.toLocaleString('en-US')} leaves`,
+    unit: 'ms',
+    value: v.p99,
+    spread: { min: v.p50, max: v.max },
+    repetitions: 1,
+    baseline: { name: 'bare ClickHouse point read p99', value: b.p99, spread: { min: b.p50, max: b.max }, unit: 'ms' },
+    ratio: round(b.p99 / v.p99),
+    target: 0.5,
+    better: 'higher',
+    notes: `From bench/evidence.ts (npm run bench:evidence), run as part of this suite: EvidenceStore.inclusionProof, the read GET /v1/tenants/{t}/evidence/{delivery_id} makes for a sealed delivery, over ${v.n} random leaves of a ${r.leaves_at_proof_time.toLocaleString('en-US')}-leaf tree stored as subtree hashes (the HTTP layer is not included); spread is {p50, max}. Baseline: a bare primary-key read of one stored node. Consistency proofs p99 ${r.proofs.consistency_ms.p99} ms. Sealing in the same run: ${r.seal.leaves_per_s} leaves/s against ${r.seal.baseline_pass_through_per_s} msg/s raw pass-through (ratio ${r.seal.ratio}). Target (this suite's own): ratio = baseline / value >= 0.5.`,
+    details: r as unknown as Record<string, unknown>,
+  });
+}
+
+/** The consumer groups with the largest backlog peaks, for the notes: where records wait. */
+function topBacklogs(lags: ReturnType<typeof lagVerdict>[]): string {
+  const names = new Set(lags.flatMap((l) => Object.keys(l.groups)));
+  return [...names]
+    .map((n) => [n, median(lags.map((l) => l.groups[n]?.max ?? 0))] as const)
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 4)
+    .map(([n, x]) => `${n} ${Math.round(x)}`)
+    .join(', ');
+}
+
+const partsText = (parts: Record<string, number>) => Object.entries(parts).map(([k, x]) => `${k} ${x}`).join(', ');
+
+function fail(scenario: string, err: unknown): void {
+  const error = err instanceof Error ? err.stack ?? err.message : String(err);
+  failures.push({ scenario, error });
+  say(`scenario ${scenario} FAILED: ${error.split('\n').slice(0, 3).join(' | ')}`);
+}
+
+function gitInfo(): { commit: string; dirty: boolean } {
+  try {
+    const commit = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: REPO_ROOT, encoding: 'utf8' }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain'], { cwd: REPO_ROOT, encoding: 'utf8' }).trim().length > 0;
+    return { commit, dirty };
+  } catch {
+    return { commit: 'unknown', dirty: false };
+  }
+}
+
+async function main(): Promise<number> {
+  const startedAt = new Date();
+  const t0 = performance.now();
+  const root = mkdtempSync(path.join(os.tmpdir(), 'hookline-bench-'));
+  say(`${QUICK ? 'quick mode; ' : ''}scenarios: ${[...SELECTED].join(', ')}; work dir ${root}`);
+  let kafkaServer: LocalKafka | undefined;
+  let redis: LocalRedis | undefined;
+  let ctx: Ctx | undefined;
+  let ok = false;
+  try {
+    const needsInfra = ['ingest', 'delivery', 'end_to_end', 'memory', 'query'].some((s) => wants(s as Scenario));
+    if (needsInfra) {
+      const t = performance.now();
+      [kafkaServer, redis] = await Promise.all([startLocalKafka(path.join(root, 'kafka')), startLocalRedis(path.join(root, 'redis'))]);
+      const kafka = createKafka(kafkaServer.brokers, 'bench');
+      const registry = await startSchemaRegistry({ kafka, topic: 'bench._schemas' });
+      const admin = kafka.admin();
+      await admin.connect();
+      const producer = kafka.producer({ allowAutoTopicCreation: false });
+      await producer.connect();
+      const receiver = spawnScript('receiver', 'bench/receiver.ts', [], process.env, path.join(root, 'receiver.log'));
+      const [, receiverBase] = await receiver.waitForOutput(/receiver listening (\S+)/, 60_000);
+      ctx = { root, infra: { brokers: kafkaServer.brokers, redisUrl: redis.url, registryUrl: registry.url }, kafka, admin, producer, registry, receiver, rec: new ReceiverClient(receiverBase!) };
+      durations.infrastructure = (performance.now() - t) / 1000;
+      say(`Kafka ${kafkaServer.brokers.join(',')}, Redis ${redis.url}, registry ${registry.url}, receiver ${receiverBase}`);
+    }
+    if (ctx && (wants('ingest') || wants('delivery'))) {
+      try {
+        await scenarioIngestAndDelivery(ctx);
+      } catch (err) {
+        fail('ingest/delivery', err);
+      }
+    }
+    if (ctx && (wants('end_to_end') || wants('memory'))) {
+      if (!wants('end_to_end')) ctx.e2eRate = Number(process.env.SOAK_RATE ?? 400) / S.soakFraction;
+      try {
+        await scenarioEndToEnd(ctx);
+      } catch (err) {
+        fail('end_to_end', err);
+      }
+    }
+    if (ctx && wants('query')) {
+      const t = performance.now();
+      try {
+        await scenarioQuery(ctx);
+      } catch (err) {
+        fail('query', err);
+      }
+      durations.query = (performance.now() - t) / 1000;
+    }
+    if (ctx) {
+      await ctx.rec.close().catch(() => undefined);
+      await ctx.receiver.stop(5_000);
+      await ctx.producer.disconnect().catch(() => undefined);
+      await ctx.admin.disconnect().catch(() => undefined);
+      await ctx.registry.close().catch(() => undefined);
+    }
+    await redis?.stop().catch(() => undefined);
+    await kafkaServer?.stop().catch(() => undefined);
+    kafkaServer = undefined;
+    redis = undefined;
+    if (wants('evidence')) {
+      const t = performance.now();
+      try {
+        await scenarioEvidence(root);
+      } catch (err) {
+        fail('evidence', err);
+      }
+      durations.evidence = (performance.now() - t) / 1000;
+    }
+    ok = failures.length === 0;
+  } finally {
+    killAllChildren();
+    await redis?.stop().catch(() => undefined);
+    await kafkaServer?.stop().catch(() => undefined);
+    durations.total = (performance.now() - t0) / 1000;
+    const git = gitInfo();
+    const cpus = os.cpus();
+    const results: Results = {
+      started_at: startedAt.toISOString(),
+      finished_at: new Date().toISOString(),
+      quick: QUICK,
+      machine: { cpus: cpus.length, cpu_model: cpus[0]?.model ?? 'unknown', memory: os.totalmem(), node: process.version, platform: `${os.platform()} ${os.release()}` },
+      git_commit: git.commit,
+      git_dirty: git.dirty,
+      settings: { ...S, hops: HOPS, partitions: PARTITIONS, scenarios: [...SELECTED].join(',') },
+      durations: Object.fromEntries(Object.entries(durations).map(([k, v]) => [k, round(v, 1)])),
+      scenarios: entries,
+      failures,
+    };
+    const base = process.env.BENCH_OUT ?? (QUICK ? 'quick' : SELECTED.size < ALL_SCENARIOS.length ? 'partial' : 'latest');
+    const dir = path.join(__dirname, 'results');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(path.join(dir, `${base}.json`), `${JSON.stringify(results, null, 2)}\n`);
+    const md = markdown(results);
+    writeFileSync(path.join(dir, `${base}.md`), md);
+    process.stdout.write(`\n${md}\n`);
+    say(`results: bench/results/${base}.json and ${base}.md`);
+    if (ok && process.env.BENCH_KEEP_DIR !== '1') rmSync(root, { recursive: true, force: true });
+    else say(`work dir kept: ${root}`);
+  }
+  return ok ? 0 : 1;
+}
+
+// everything started here stops with this process, however it ends
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    say(`${signal}: stopping`);
+    killAllChildren();
+    process.exit(130);
+  });
+}
+const deadline = setTimeout(() => {
+  say(`BENCH_TIMEOUT_MINUTES (${S.timeoutMin}) reached: stopping`);
+  killAllChildren();
+  process.exit(2);
+}, S.timeoutMin * 60_000);
+deadline.unref();
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
+    killAllChildren();
+    process.exit(1);
+  },
+);
