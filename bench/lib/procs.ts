@@ -40,7 +40,9 @@ process.once('exit', killAllChildren);
 
 export function spawnScript(name: string, script: string, args: string[], env: NodeJS.ProcessEnv, logFile: string): Child {
   const fd = openSync(logFile, 'a');
-  const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], { cwd: REPO_ROOT, env, stdio: ['ignore', fd, fd], detached: true });
+  // BENCH_PROFILE_DIR: service processes write a V8 CPU profile there when they exit
+  const profile = process.env.BENCH_PROFILE_DIR && script === 'service/main.ts' ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : [];
+  const child = spawn(process.execPath, [...profile, '--import', 'tsx', script, ...args], { cwd: REPO_ROOT, env, stdio: ['ignore', fd, fd], detached: true });
   closeSync(fd);
   if (child.pid === undefined) throw new Error(`${name} did not start`);
   const pid = child.pid;

@@ -34,8 +34,8 @@ async function mapInOrder<T, R>(items: T[], limit: number, fn: (item: T) => Prom
 }
 
 /** Encodes outputs and produces them in one request per call, acks=all. */
-export async function produceOutputs(producer: Producer, codec: AvroCodec, outputs: AnyOutput[]): Promise<void> {
-  if (outputs.length === 0) return;
+/** Outputs encoded and grouped by topic, as one Kafka request carries them. */
+export async function encodeOutputs(codec: AvroCodec, outputs: AnyOutput[]): Promise<{ topic: string; messages: { key: string; value: Buffer }[] }[]> {
   const values = await Promise.all(outputs.map((o) => codec.encode(o.topic, o.record, o.value as never)));
   const byTopic = new Map<string, { key: string; value: Buffer }[]>();
   outputs.forEach((o, i) => {
@@ -43,10 +43,12 @@ export async function produceOutputs(producer: Producer, codec: AvroCodec, outpu
     if (!list) byTopic.set(o.topic, (list = []));
     list.push({ key: o.key, value: values[i]! });
   });
-  await producer.sendBatch({
-    acks: -1,
-    topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
-  });
+  return [...byTopic].map(([topic, messages]) => ({ topic, messages }));
+}
+
+export async function produceOutputs(producer: Producer, codec: AvroCodec, outputs: AnyOutput[]): Promise<void> {
+  if (outputs.length === 0) return;
+  await producer.sendBatch({ acks: -1, topicMessages: await encodeOutputs(codec, outputs) });
 }
 
 /**

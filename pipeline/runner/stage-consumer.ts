@@ -13,7 +13,9 @@ export async function stageConsumer(
 ): Promise<Consumer> {
   const consumer = kafka.consumer({
     groupId,
-    maxWaitTimeInMs: 50,
+    // the broker answers a fetch as soon as one record is there (minBytes 1): the wait only
+    // bounds how often an idle consumer asks again, which with a dozen groups is real CPU
+    maxWaitTimeInMs: 500,
     // short, so that after a crash the group stops waiting for the dead member sooner
     sessionTimeout: 10_000,
     heartbeatInterval: 3_000,

@@ -2,7 +2,8 @@ import type { Consumer, EachBatchPayload } from 'kafkajs';
 import { stageConsumer } from './stage-consumer';
 import { errorMessage } from '../../core/log';
 import type { RecordTypes } from '../../platform/avro/records';
-import { produceOutputs, type RunnerDeps, type RunningStage } from './run-stage';
+import { encodeOutputs, type RunnerDeps, type RunningStage } from './run-stage';
+import { BatchingProducer } from '../../platform/kafka/batching-producer';
 import type { AnyOutput, RecordStage, StageContext } from './stage';
 
 interface Slot {
@@ -51,6 +52,8 @@ export async function runWindowedStage<N extends 'DeliveryTask'>(stage: RecordSt
   const pendingCommits = new Map<string, { topic: string; partition: number; offset: string }>();
 
   const consumer: Consumer = await stageConsumer(deps.kafka, `${deps.groupPrefix}${stage.name}`, [stage.input.topic], () => stopped);
+  // records finish one by one; their outputs share Kafka requests (group commit)
+  const outputs = new BatchingProducer(deps.producer);
 
   const flushCommits = async () => {
     commitTimer = undefined;
@@ -88,8 +91,8 @@ export async function runWindowedStage<N extends 'DeliveryTask'>(stage: RecordSt
   const handleUntilDone = async (value: RecordTypes[N], position: StageContext['position']): Promise<void> => {
     for (let attempt = 1; ; attempt++) {
       try {
-        const outputs: AnyOutput[] = await stage.handle(value, { log, position });
-        await produceOutputs(deps.producer, deps.codec, outputs);
+        const produced: AnyOutput[] = await stage.handle(value, { log, position });
+        if (produced.length > 0) await outputs.send(await encodeOutputs(deps.codec, produced));
         return;
       } catch (err) {
         if (stopped) throw err;

@@ -6,26 +6,45 @@ interface Pending {
   reject(err: unknown): void;
 }
 
+export interface BatchingOptions {
+  /** Most records in one request (default 500). */
+  maxBatch?: number;
+  /** How long the first record of a batch may wait for others (default: one turn of the event loop). */
+  lingerMs?: number;
+  /**
+   * Requests in flight at once (default 2). While they are all out, records gather for the
+   * next one: under load batches grow with the load instead of the request count, and an idle
+   * producer still sends at once.
+   */
+  maxInFlight?: number;
+}
+
 /**
  * Gathers the records of concurrent callers into one Kafka request (kafkajs has no linger of
- * its own): records wait at most one turn of the event loop, or `lingerMs` when set, and at
- * most `maxBatch` go out in one request. Each caller's promise settles with its request, acks=all.
+ * its own): records wait at most one turn of the event loop, or `lingerMs` when set, or until
+ * a request slot frees, and at most `maxBatch` go out in one request. Each caller's promise
+ * settles with its request, acks=all.
  */
 export class BatchingProducer {
   private queue: Pending[] = [];
   private queued = 0;
   private timer: NodeJS.Immediate | NodeJS.Timeout | undefined;
+  private inFlight = 0;
 
   constructor(
     private readonly producer: Producer,
-    private readonly options: { maxBatch?: number; lingerMs?: number } = {},
+    private readonly options: BatchingOptions = {},
   ) {}
+
+  private get maxBatch(): number {
+    return this.options.maxBatch ?? 500;
+  }
 
   send(topicMessages: { topic: string; messages: Message[] }[]): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       this.queue.push({ topicMessages, resolve, reject });
       this.queued += topicMessages.reduce((n, t) => n + t.messages.length, 0);
-      if (this.queued >= (this.options.maxBatch ?? 500)) this.flush();
+      if (this.queued >= this.maxBatch) this.flush();
       else if (!this.timer) {
         const linger = this.options.lingerMs ?? 0;
         this.timer = linger > 0 ? setTimeout(() => this.flush(), linger) : setImmediate(() => this.flush());
@@ -39,10 +58,19 @@ export class BatchingProducer {
       clearImmediate(this.timer as NodeJS.Immediate);
       this.timer = undefined;
     }
-    const batch = this.queue;
-    this.queue = [];
-    this.queued = 0;
-    if (batch.length === 0) return;
+    // every slot busy: the batch keeps growing and goes out when a request comes back
+    while (this.queue.length > 0 && this.inFlight < (this.options.maxInFlight ?? 2)) this.sendNext();
+  }
+
+  private sendNext(): void {
+    const batch: Pending[] = [];
+    let count = 0;
+    while (this.queue.length > 0 && (batch.length === 0 || count < this.maxBatch)) {
+      const p = this.queue.shift()!;
+      batch.push(p);
+      count += p.topicMessages.reduce((n, t) => n + t.messages.length, 0);
+    }
+    this.queued -= count;
     const byTopic = new Map<string, Message[]>();
     for (const p of batch) {
       for (const t of p.topicMessages) {
@@ -51,11 +79,16 @@ export class BatchingProducer {
         list.push(...t.messages);
       }
     }
+    this.inFlight++;
     this.producer
       .sendBatch({ acks: -1, topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })) })
       .then(
         () => batch.forEach((p) => p.resolve()),
         (err: unknown) => batch.forEach((p) => p.reject(err)),
-      );
+      )
+      .finally(() => {
+        this.inFlight--;
+        if (this.queue.length > 0 && !this.timer) this.flush();
+      });
   }
 }
