@@ -1,3 +1,5 @@
+import { BatchingProducer } from '../../platform/kafka/batching-producer';
+import { OffsetCommits } from './offset-commits';
 import type { Consumer, EachBatchPayload, Kafka, Producer } from 'kafkajs';
 import { stageConsumer } from './stage-consumer';
 import { errorMessage, type Logger } from '../../core/log';
@@ -60,6 +62,10 @@ export async function runStage(stage: Stage, deps: RunnerDeps): Promise<RunningS
   const log = deps.log.child({ stage: stage.name });
   let stopped = false;
   const consumer: Consumer = await stageConsumer(deps.kafka, `${deps.groupPrefix}${stage.name}`, [stage.input.topic], () => stopped);
+  // partitions finishing at once share produce requests, and commits gather for 100 ms
+  const producer = new BatchingProducer(deps.producer);
+  const commits = new OffsetCommits(consumer, log);
+  let running = 0;
 
   const onBatch = async ({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload) => {
     if (batch.messages.length === 0) return;
@@ -72,9 +78,9 @@ export async function runStage(stage: Stage, deps: RunnerDeps): Promise<RunningS
     if (!isRunning() || isStale()) return;
     const recordStage = stage as RecordStage;
     const outputs = await mapInOrder(values, recordStage.concurrency ?? 16, (v) => recordStage.handle(v.value as never, v.ctx));
-    await produceOutputs(deps.producer, deps.codec, outputs.flat());
-    const next = (BigInt(batch.lastOffset()) + 1n).toString();
-    await consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: next }]);
+    const produced = outputs.flat();
+    if (produced.length > 0) await producer.send(await encodeOutputs(deps.codec, produced));
+    commits.schedule(batch.topic, batch.partition, BigInt(batch.lastOffset()) + 1n);
     // the fetch position follows resolved offsets, not committed ones
     resolveOffset(batch.lastOffset());
     await heartbeat();
@@ -85,11 +91,14 @@ export async function runStage(stage: Stage, deps: RunnerDeps): Promise<RunningS
     eachBatchAutoResolve: false,
     partitionsConsumedConcurrently: 4,
     eachBatch: async (payload) => {
+      running++;
       try {
         await onBatch(payload);
       } catch (err) {
         log.error('batch failed; it will be consumed again', { topic: payload.batch.topic, partition: payload.batch.partition, error: errorMessage(err) });
         throw err;
+      } finally {
+        running--;
       }
     },
   });
@@ -98,6 +107,11 @@ export async function runStage(stage: Stage, deps: RunnerDeps): Promise<RunningS
     name: stage.name,
     async stop() {
       stopped = true;
+      // stop fetching, let the batches in hand finish, and commit what they produced
+      consumer.pause([{ topic: stage.input.topic }]);
+      const deadline = Date.now() + 20_000;
+      while (running > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      await commits.flush();
       await consumer.disconnect();
     },
   };

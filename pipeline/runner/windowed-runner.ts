@@ -1,5 +1,6 @@
 import type { Consumer, EachBatchPayload } from 'kafkajs';
 import { stageConsumer } from './stage-consumer';
+import { OffsetCommits } from './offset-commits';
 import { errorMessage } from '../../core/log';
 import type { RecordTypes } from '../../platform/avro/records';
 import { encodeOutputs, type RunnerDeps, type RunningStage } from './run-stage';
@@ -48,30 +49,13 @@ export async function runWindowedStage<N extends 'DeliveryTask'>(stage: RecordSt
   let inFlight = 0;
   const idleWaiters: (() => void)[] = [];
   const keyQueues = new Map<string, { running: number; waiting: (() => void)[] }>();
-  let commitTimer: NodeJS.Timeout | undefined;
-  const pendingCommits = new Map<string, { topic: string; partition: number; offset: string }>();
 
   const consumer: Consumer = await stageConsumer(deps.kafka, `${deps.groupPrefix}${stage.name}`, [stage.input.topic], () => stopped);
   // records finish one by one; their outputs share Kafka requests (group commit)
   const outputs = new BatchingProducer(deps.producer);
 
-  const flushCommits = async () => {
-    commitTimer = undefined;
-    const offsets = [...pendingCommits.values()];
-    pendingCommits.clear();
-    if (offsets.length === 0) return;
-    try {
-      await consumer.commitOffsets(offsets);
-    } catch (err) {
-      // after a rebalance the partition may belong to another member; it will replay from
-      // the last commit that went through, which at-least-once allows
-      log.warn('offset commit failed', { error: errorMessage(err) });
-    }
-  };
-  const scheduleCommit = (topic: string, partition: number, offset: bigint) => {
-    pendingCommits.set(`${topic}:${partition}`, { topic, partition, offset: offset.toString() });
-    commitTimer ??= setTimeout(() => void flushCommits(), 100);
-  };
+  const commits = new OffsetCommits(consumer, log);
+  const scheduleCommit = (topic: string, partition: number, offset: bigint) => commits.schedule(topic, partition, offset);
 
   const acquire = async (key: string, limit: number) => {
     let q = keyQueues.get(key);
@@ -167,8 +151,7 @@ export async function runWindowedStage<N extends 'DeliveryTask'>(stage: RecordSt
       consumer.pause([{ topic: stage.input.topic }]);
       const deadline = Date.now() + 20_000;
       while (inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-      if (commitTimer) clearTimeout(commitTimer);
-      await flushCommits();
+      await commits.flush();
       await consumer.disconnect();
     },
   };
