@@ -952,6 +952,18 @@ interface TenantOperation {
   tooLarge?: string;
 }
 
+/** The answers every authenticated operation shares after its own: body, 422, rate limit, 500, 503. */
+function bodyAndLimitErrors(o: { tooLarge?: string; unprocessable?: string }): Json {
+  return {
+    '413': o.tooLarge ? tenantError(`payload-too-large: ${o.tooLarge}`, ['payload-too-large']) : ref('responses', 'PayloadTooLarge'),
+    '415': ref('responses', 'UnsupportedMediaType'),
+    ...(o.unprocessable ? { '422': tenantError(`unprocessable-entity: ${o.unprocessable}`, ['unprocessable-entity']) } : {}),
+    '429': ref('responses', 'TooManyRequests'),
+    '500': ref('responses', 'InternalError'),
+    '503': ref('responses', 'ServiceUnavailable'),
+  };
+}
+
 function tenantOperation(o: TenantOperation): Json {
   const write = o.scope.startsWith('write:');
   const responses: Json = { ...o.success };
@@ -961,12 +973,7 @@ function tenantOperation(o: TenantOperation): Json {
   responses['404'] = o.notFound ? { ...tenantError(`not-found: ${o.notFound}, or the tenant in the path is not the key's own.`, ['not-found']) } : ref('responses', 'NotFound');
   if (o.conflict === 'IdempotencyConflict') responses['409'] = ref('responses', 'IdempotencyConflict');
   else if (o.conflict) responses['409'] = tenantError(`conflict: ${o.conflict.description}; or idempotency-conflict: the \`Idempotency-Key\` was used with a different request.`, ['conflict', 'idempotency-conflict']);
-  responses['413'] = o.tooLarge ? tenantError(`payload-too-large: ${o.tooLarge}`, ['payload-too-large']) : ref('responses', 'PayloadTooLarge');
-  responses['415'] = ref('responses', 'UnsupportedMediaType');
-  if (o.unprocessable) responses['422'] = tenantError(`unprocessable-entity: ${o.unprocessable}`, ['unprocessable-entity']);
-  responses['429'] = ref('responses', 'TooManyRequests');
-  responses['500'] = ref('responses', 'InternalError');
-  responses['503'] = ref('responses', 'ServiceUnavailable');
+  Object.assign(responses, bodyAndLimitErrors(o));
   return {
     operationId: o.operationId,
     summary: o.summary,
@@ -1209,12 +1216,7 @@ function mcpOperation(o: McpOperation): Json {
   responses['401'] = ref('responses', 'Unauthorized');
   if (o.scope || o.forbidden) responses['403'] = ref('responses', o.forbidden ?? (o.notFound ? 'ForbiddenReadResource' : 'ForbiddenRead'));
   if (o.notFound) responses['404'] = tenantError(`not-found: ${o.notFound}`, ['not-found']);
-  responses['413'] = ref('responses', 'PayloadTooLarge');
-  responses['415'] = ref('responses', 'UnsupportedMediaType');
-  if (o.unprocessable) responses['422'] = tenantError(`unprocessable-entity: ${o.unprocessable}`, ['unprocessable-entity']);
-  responses['429'] = ref('responses', 'TooManyRequests');
-  responses['500'] = ref('responses', 'InternalError');
-  responses['503'] = ref('responses', 'ServiceUnavailable');
+  Object.assign(responses, bodyAndLimitErrors(o));
   return {
     operationId: o.operationId,
     summary: o.summary,

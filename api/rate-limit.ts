@@ -1,6 +1,7 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Redis } from 'ioredis';
 import { AppError } from '../core/errors';
+import { withTimeout } from '../core/timeout';
 import { errorMessage, type Logger } from '../core/log';
 import type { Authenticated } from './auth';
 
@@ -102,7 +103,7 @@ export function rateLimit(options: RateLimitOptions): RequestHandler {
     let reply: [number, number, number, number];
     try {
       if (DOWN.has(redis.status)) throw new Error(`redis connection is ${redis.status}`);
-      reply = await withTimeout(gcra(`${prefix}ratelimit:${keyId}:${route}`, policy.limit, policy.windowSeconds), timeoutMs);
+      reply = await withTimeout(gcra(`${prefix}ratelimit:${keyId}:${route}`, policy.limit, policy.windowSeconds), timeoutMs, 'redis did not answer');
     } catch (err) {
       skipped++;
       if (Date.now() - lastLogged >= LOG_EVERY_MS) {
@@ -129,10 +130,3 @@ export function rateLimit(options: RateLimitOptions): RequestHandler {
   };
 }
 
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`redis did not answer within ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}

@@ -98,23 +98,27 @@ export function signNote(text: string, signer: NoteSigner): string {
 
 /** Parses a signed note, verifies the signature line made by `verifier` (matching name and key id), returns the text; throws with a one-line reason if missing/invalid. Unknown signature lines from other keys are allowed and ignored. */
 export function openNote(note: string, verifier: NoteVerifier): string {
-  assertNoteCharacters(note, 'note');
-  const split = note.lastIndexOf('\n\n');
-  if (split < 0) throw new Error('malformed note: no blank line before the signatures');
-  const text = note.slice(0, split + 1);
-  const block = note.slice(split + 2);
-  if (block === '' || !block.endsWith('\n')) throw new Error('malformed note: the signatures must be lines ending in newline');
-  const lines = block.slice(0, -1).split('\n');
-  if (lines.length > MAX_SIGNATURES) throw new Error(`malformed note: more than ${MAX_SIGNATURES} signatures`);
+  const { text, signatures } = splitNote(note);
   let verified = false;
-  for (const line of lines) {
-    const signature = parseSignatureLine(line);
+  for (const signature of signatures) {
     if (signature.name !== verifier.name || !signature.keyId.equals(verifier.keyId)) continue;
     if (!verifyEd25519(verifier.publicKey, text, signature.bytes)) throw new Error(`invalid note signature by ${verifier.name}`);
     verified = true;
   }
   if (!verified) throw new Error(`note is not signed by ${verifier.name}+${verifier.keyId.toString('hex')}`);
   return text;
+}
+
+/** A signed note's text and its signature lines, parsed but not verified; throws with a one-line reason if malformed. */
+export function splitNote(note: string): { text: string; signatures: { name: string; keyId: Buffer; bytes: Buffer }[] } {
+  assertNoteCharacters(note, 'note');
+  const split = note.lastIndexOf('\n\n');
+  if (split < 0) throw new Error('malformed note: no blank line before the signatures');
+  const block = note.slice(split + 2);
+  if (block === '' || !block.endsWith('\n')) throw new Error('malformed note: the signatures must be lines ending in newline');
+  const lines = block.slice(0, -1).split('\n');
+  if (lines.length > MAX_SIGNATURES) throw new Error(`malformed note: more than ${MAX_SIGNATURES} signatures`);
+  return { text: note.slice(0, split + 1), signatures: lines.map(parseSignatureLine) };
 }
 
 /** The checkpoint note text: "origin\nsize\nbase64(root)\n". */

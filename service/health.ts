@@ -3,6 +3,7 @@ import type { Admin } from 'kafkajs';
 import type { Redis } from 'ioredis';
 import type { DependencyName, DependencyStatus, HealthProbe } from '../api/routes/health';
 import { errorMessage } from '../core/log';
+import { withTimeout } from '../core/timeout';
 
 export interface Connections {
   kafkaAdmin?: Admin;
@@ -17,19 +18,11 @@ export interface Connections {
 
 async function timed(check: () => Promise<unknown>, timeoutMs = 2_000): Promise<DependencyStatus> {
   const started = performance.now();
-  let timer: NodeJS.Timeout | undefined;
   try {
-    await Promise.race([
-      check(),
-      new Promise((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
-      }),
-    ]);
+    await withTimeout(check(), timeoutMs);
     return { status: 'up', latency_ms: Math.round(performance.now() - started) };
   } catch (err) {
     return { status: 'down', detail: errorMessage(err) };
-  } finally {
-    clearTimeout(timer);
   }
 }
 

@@ -4,6 +4,7 @@ import type { Redis } from 'ioredis';
 import { request, type Dispatcher } from 'undici';
 import { checkHost, type AllowList, type Cidr } from '../../core/address-policy';
 import { errorMessage } from '../../core/log';
+import { withTimeout } from '../../core/timeout';
 import { verifyConsistency } from '../../core/merkle';
 import { CAPABILITIES, PLANES, RUNTIME_PROOFS, TRUST_PROOFS, type PlaneName, type ProofId, type ProofSpec, type ProofStatus } from '../../core/proof-catalogue';
 import { openNote, parseCheckpoint, parseVerifierKey, type NoteSigner } from '../../core/signed-note';
@@ -16,6 +17,7 @@ import type { BreakerBoard } from '../../platform/redis/breaker-board';
 import type { DependencyName, DependencyStatus, HealthProbe } from '../routes/health';
 import type { EvidenceLogInfo } from '../routes/evidence';
 import { isSsrfRefusal } from '../../platform/http/guarded-agent';
+import { SECRET_FIELDS } from '../routes/ingesters';
 
 /** One answer of the running API to a probe request (see ApiProbe). */
 export interface ProbeAnswer {
@@ -504,7 +506,7 @@ export class Operations {
     for (const d of this.deps.store.list('destination', tenantId)) if (d.signing_secret) secrets.add(d.signing_secret);
     for (const i of this.deps.store.list('ingester', tenantId)) {
       for (const [k, v] of Object.entries(i.config)) {
-        if (!/secret|token|password|key/i.test(k)) continue;
+        if (!SECRET_FIELDS.test(k)) continue;
         for (const s of Array.isArray(v) ? v : [v]) if (typeof s === 'string' && s.length >= 8) secrets.add(s);
       }
     }
@@ -582,12 +584,3 @@ function sum(lags: TopicLag[]): number {
   return lags.reduce((n, l) => n + l.lag, 0);
 }
 
-function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([
-    p,
-    new Promise<T>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
-    }),
-  ]).finally(() => clearTimeout(timer));
-}

@@ -2,14 +2,11 @@ import type { ApiKey } from '../../core/model';
 import { NON_CLAIMS } from '../../core/non-claims';
 import { RUNTIME_PROOFS, TRUST_PROOFS } from '../../core/proof-catalogue';
 import type { Scope } from '../../core/scopes';
-import { parseCheckpoint } from '../../core/signed-note';
-import { AppError } from '../../core/errors';
+import { parseCheckpoint, splitNote } from '../../core/signed-note';
 import type { EvidenceStore } from '../../platform/evidence/store';
-import type { EvidenceLogInfo } from '../routes/evidence';
+import { checkpointPage, type EvidenceLogInfo } from '../routes/evidence';
 import type { Operations, ProbeAnswer } from './checks';
 import type { InProcessApi } from './probe';
-import { decodeCursor, encodeCursor } from '../cursor';
-import { parseLimit } from '../paging';
 
 type Json = Record<string, unknown>;
 
@@ -79,14 +76,11 @@ const tenantPath = (ctx: ToolContext, rest: string) => `/v1/tenants/${enc(ctx.ke
 /** The arguments of a write without the ones that are not body members. */
 const bodyOf = (args: Json, ...drop: string[]): Json => Object.fromEntries(Object.entries(args).filter(([k]) => k !== 'idempotency_key' && !drop.includes(k)));
 
-/** Signature line of a signed note: `— <name> <base64(key id || signature)>`. */
-function signatureOf(note: string) {
-  const block = note.slice(note.lastIndexOf('\n\n') + 2);
-  const line = block.split('\n').find((l) => l.startsWith('\u2014 '));
-  if (!line) return null;
-  const [, name, b64] = line.split(' ');
-  const raw = Buffer.from(b64 ?? '', 'base64');
-  return { key_name: name ?? '', key_id: raw.subarray(0, 4).toString('hex'), algorithm: 'ed25519', signature: raw.subarray(4).toString('base64') };
+/** A stored checkpoint as an integrity receipt: its origin and its (first) signature. */
+function receiptOf(signedNote: string) {
+  const { text, signatures } = splitNote(signedNote);
+  const s = signatures[0];
+  return { origin: parseCheckpoint(text).origin, signature: s ? { key_name: s.name, key_id: s.keyId.toString('hex'), algorithm: 'ed25519', signature: s.bytes.toString('base64') } : null };
 }
 
 function proofIds(ids: readonly { id: string }[]): Json {
@@ -132,21 +126,12 @@ export const TOOLS: ToolSpec[] = [
     description: 'Integrity receipts: the signed checkpoints of the evidence log, newest first, with tree size, root hash and the Ed25519 signature of the log key.',
     input: { properties: { limit, cursor } }, output: 'IntegrityRefList', annotations: { readOnlyHint: true },
     run: async (d, c) => {
-      const size = parseLimit(c.args.limit === undefined ? undefined : String(c.args.limit));
-      let before: number | undefined;
-      if (typeof c.args.cursor === 'string') {
-        const [n] = decodeCursor(c.args.cursor, {});
-        if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 1) throw new AppError('validation-error', 'the cursor is not one this tool issued', { errors: [{ field: 'cursor', message: 'is not a valid cursor' }] });
-        before = n;
-      }
-      const rows = await d.evidence.checkpoints(size + 1, before);
-      const page = rows.slice(0, size);
-      const last = page[page.length - 1];
+      const { page, next_cursor } = await checkpointPage(d.evidence, c.args.limit === undefined ? undefined : String(c.args.limit), c.args.cursor);
       return {
         origin: d.evidenceLog.origin,
         verifier_key: d.evidenceLog.verifierKey,
-        refs: page.map((r) => ({ tree_size: r.tree_size, root_hash: r.root_hash, origin: parseCheckpoint(r.checkpoint.slice(0, r.checkpoint.lastIndexOf('\n\n') + 1)).origin, signature: signatureOf(r.checkpoint), signed_note: r.checkpoint, sealed_at: r.sealed_at })),
-        next_cursor: rows.length > size && last ? encodeCursor([last.tree_size], {}) : null,
+        refs: page.map((r) => ({ tree_size: r.tree_size, root_hash: r.root_hash, ...receiptOf(r.checkpoint), signed_note: r.checkpoint, sealed_at: r.sealed_at })),
+        next_cursor,
       };
     },
   },

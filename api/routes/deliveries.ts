@@ -88,18 +88,30 @@ export function deliveriesRouter(clickhouse: ClickHouseClient, database: string)
   return router;
 }
 
-/** GET .../deliveries/{id}: the latest attempt and every attempt, oldest first. */
-export async function deliveryWithAttempts(clickhouse: ClickHouseClient, database: string, key: ApiKey, deliveryId: string) {
+/** Every attempt of a delivery the key may see, oldest first (404 or 403 otherwise). */
+export async function attemptsOf(clickhouse: ClickHouseClient, database: string, key: ApiKey, deliveryId: string): Promise<(DeliveryRow & { next_attempt_at_text: string | null })[]> {
   const rs = await clickhouse.query({
-    query: `SELECT delivery_id, attempt_number, event_id, destination_id, status, response_code, toString(attempted_at) AS attempted_at_text, error_message, body_sha256
+    query: `SELECT delivery_id, attempt_number, event_id, destination_id, status, response_code, toString(attempted_at) AS attempted_at_text, error_message, body_sha256,
+                   if(isNull(next_attempt_at), NULL, toString(next_attempt_at)) AS next_attempt_at_text
             FROM ${database}.deliveries FINAL WHERE tenant_id = {tenant:String} AND delivery_id = {id:String} ORDER BY attempt_number`,
     query_params: { tenant: key.tenant_id, id: deliveryId },
     format: 'JSONEachRow',
   });
-  const attempts = await rs.json<DeliveryRow>();
+  const attempts = await rs.json<DeliveryRow & { next_attempt_at_text: string | null }>();
   const last = attempts[attempts.length - 1];
   if (!last) throw new AppError('not-found', `delivery ${deliveryId} does not exist`);
   requireResourceOf(key, last.destination_id);
+  return attempts;
+}
+
+/** GET .../deliveries/{id}: the latest attempt and every attempt, oldest first. */
+export async function deliveryWithAttempts(clickhouse: ClickHouseClient, database: string, key: ApiKey, deliveryId: string) {
+  return deliveryBody(await attemptsOf(clickhouse, database, key, deliveryId));
+}
+
+/** The answer of GET .../deliveries/{id} from the delivery's attempts (at least one). */
+export function deliveryBody(attempts: DeliveryRow[]) {
+  const last = attempts[attempts.length - 1]!;
   return {
     id: last.delivery_id,
     event_id: last.event_id,

@@ -106,6 +106,23 @@ export async function deliveryEvidence(
   };
 }
 
+/** One page of signed checkpoints, newest first; the cursor is a keyset on tree size. */
+export async function checkpointPage(evidence: EvidenceStore, limitParam: unknown, cursor: unknown): Promise<{ page: CheckpointRow[]; next_cursor: string | null }> {
+  const limit = parseLimit(limitParam);
+  let before: number | undefined;
+  if (typeof cursor === 'string' && cursor !== '') {
+    const [size] = decodeCursor(cursor, {});
+    if (typeof size !== 'number' || !Number.isSafeInteger(size) || size < 1) {
+      throw new AppError('validation-error', 'the cursor is not one this API issued', { errors: [{ field: 'cursor', message: 'is not a valid cursor' }] });
+    }
+    before = size;
+  }
+  const rows = await evidence.checkpoints(limit + 1, before);
+  const page = rows.slice(0, limit);
+  const last = page[page.length - 1];
+  return { page, next_cursor: rows.length > limit && last ? encodeCursor([last.tree_size], {}) : null };
+}
+
 /**
  * The log itself: its origin and key, its signed checkpoints, and consistency proofs
  * between any two of them (RFC 9162 section 2.1.4), so a client holding an older checkpoint
@@ -127,19 +144,8 @@ export function evidenceLogRouter(evidence: EvidenceStore, info: EvidenceLogInfo
   });
 
   router.get('/checkpoints', requireScope('read:evidence'), async (req, res) => {
-    const limit = parseLimit(req.query.limit);
-    let before: number | undefined;
-    if (typeof req.query.cursor === 'string' && req.query.cursor !== '') {
-      const [size] = decodeCursor(req.query.cursor, {});
-      if (typeof size !== 'number' || !Number.isSafeInteger(size) || size < 1) {
-        throw new AppError('validation-error', 'the cursor is not one this API issued', { errors: [{ field: 'cursor', message: 'is not a valid cursor' }] });
-      }
-      before = size;
-    }
-    const rows = await evidence.checkpoints(limit + 1, before);
-    const page = rows.slice(0, limit);
-    const last = page[page.length - 1];
-    res.json({ checkpoints: page.map(checkpointBody), next_cursor: rows.length > limit && last ? encodeCursor([last.tree_size], {}) : null });
+    const { page, next_cursor } = await checkpointPage(evidence, req.query.limit, req.query.cursor);
+    res.json({ checkpoints: page.map(checkpointBody), next_cursor });
   });
 
   router.get('/consistency', requireScope('read:evidence'), async (req, res) => {

@@ -9,7 +9,8 @@ import { authOf, requireResource, requireScope } from '../auth';
 import { pageOf } from '../paging';
 import { BodyChecker } from '../validation';
 
-const SECRET_FIELDS = /secret|token|password|key/i;
+/** Config members whose values are secrets: masked in answers, looked for in TRUST-006's scan. */
+export const SECRET_FIELDS = /secret|token|password|key/i;
 const MASK = '****';
 
 function maskValue(v: unknown): unknown {

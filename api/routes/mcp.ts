@@ -10,7 +10,7 @@ import { authOf, requireResourceOf, requireScope } from '../auth';
 import type { Operations } from '../mcp/checks';
 import type { ListedTool } from '../mcp/server';
 import { checkpointBody, deliveryEvidence, integerParam } from './evidence';
-import { deliveryWithAttempts, type DeliveryRow } from './deliveries';
+import { attemptsOf, deliveryBody, type DeliveryRow } from './deliveries';
 import { readLogs } from './logs';
 
 export interface McpRoutesDeps {
@@ -173,8 +173,10 @@ async function eventExists(deps: McpRoutesDeps, tenantId: string, eventId: strin
 
 /** A delivery's status and outcome: the latest attempt, every attempt, its transitions and its evidence status. */
 async function deliveryStatus(deps: McpRoutesDeps, key: ApiKey, deliveryId: string) {
-  const delivery = await deliveryWithAttempts(deps.clickhouse, deps.database, key, deliveryId);
-  const [rs, leaf, checkpoint, next] = await Promise.all([
+  const rows = await attemptsOf(deps.clickhouse, deps.database, key, deliveryId);
+  const delivery = deliveryBody(rows);
+  const nextText = rows[rows.length - 1]!.next_attempt_at_text;
+  const [rs, leaf, checkpoint] = await Promise.all([
     deps.clickhouse.query({
       query: `SELECT state, toString(at) AS at_text, reason FROM ${deps.database}.event_transitions FINAL
               WHERE tenant_id = {tenant:String} AND event_id = {event:String} AND (delivery_id = {id:String} OR delivery_id = '')
@@ -184,14 +186,8 @@ async function deliveryStatus(deps: McpRoutesDeps, key: ApiKey, deliveryId: stri
     }),
     deps.evidence.leaf(key.tenant_id, deliveryId, delivery.attempt_number),
     deps.evidence.checkpoint(),
-    deps.clickhouse.query({
-      query: `SELECT toString(next_attempt_at) AS next_text FROM ${deps.database}.deliveries FINAL WHERE tenant_id = {tenant:String} AND delivery_id = {id:String} AND attempt_number = {n:UInt32}`,
-      query_params: { tenant: key.tenant_id, id: deliveryId, n: delivery.attempt_number },
-      format: 'JSONEachRow',
-    }),
   ]);
   const transitions = (await rs.json<{ state: string; at_text: string; reason: string | null }>()).map((t) => ({ state: t.state, at: isoFromClickHouse(t.at_text), reason: t.reason }));
-  const nextText = (await next.json<{ next_text: string | null }>())[0]?.next_text ?? null;
   const sealed = leaf !== null && checkpoint !== null && checkpoint.tree_size > leaf.leaf_index;
   const outcome = delivery.status === 'delivered' ? 'delivered' : delivery.status === 'failed' ? 'failed' : 'in_flight';
   return {

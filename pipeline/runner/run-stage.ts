@@ -107,12 +107,7 @@ export async function runStage(stage: Stage, deps: RunnerDeps): Promise<RunningS
     name: stage.name,
     async stop() {
       stopped = true;
-      // stop fetching, let the batches in hand finish, and commit what they produced
-      consumer.pause([{ topic: stage.input.topic }]);
-      const deadline = Date.now() + 20_000;
-      while (running > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-      await commits.flush();
-      await consumer.disconnect();
+      await commits.drainAndLeave(stage.input.topic, () => running > 0);
     },
   };
 }

@@ -55,8 +55,6 @@ export async function runWindowedStage<N extends 'DeliveryTask'>(stage: RecordSt
   const outputs = new BatchingProducer(deps.producer);
 
   const commits = new OffsetCommits(consumer, log);
-  const scheduleCommit = (topic: string, partition: number, offset: bigint) => commits.schedule(topic, partition, offset);
-
   const acquire = async (key: string, limit: number) => {
     let q = keyQueues.get(key);
     if (!q) keyQueues.set(key, (q = { running: 0, waiting: [] }));
@@ -96,7 +94,7 @@ export async function runWindowedStage<N extends 'DeliveryTask'>(stage: RecordSt
         slot.done = true;
         const w = windows.get(`${topic}:${partition}`);
         const next = w?.advance();
-        if (next !== undefined) scheduleCommit(topic, partition, next);
+        if (next !== undefined) commits.schedule(topic, partition, next);
       } catch {
         // only while stopping: the record stays uncommitted and is handled again after restart
       } finally {
@@ -133,7 +131,7 @@ export async function runWindowedStage<N extends 'DeliveryTask'>(stage: RecordSt
       resolveOffset(message.offset);
     }
     const next = w.advance();
-    if (next !== undefined) scheduleCommit(batch.topic, batch.partition, next);
+    if (next !== undefined) commits.schedule(batch.topic, batch.partition, next);
     await heartbeat();
   };
 
@@ -147,12 +145,7 @@ export async function runWindowedStage<N extends 'DeliveryTask'>(stage: RecordSt
     name: stage.name,
     async stop() {
       stopped = true;
-      // stop fetching but stay in the group, so the finished records can still be committed
-      consumer.pause([{ topic: stage.input.topic }]);
-      const deadline = Date.now() + 20_000;
-      while (inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-      await commits.flush();
-      await consumer.disconnect();
+      await commits.drainAndLeave(stage.input.topic, () => inFlight > 0);
     },
   };
 }
