@@ -67,7 +67,7 @@ interface TopicCreationFailure {
   retriable?: boolean;
 }
 
-function isRetriableKafkaError(err: unknown): boolean {
+export function isRetriableKafkaError(err: unknown): boolean {
   for (let e: unknown = err; e; e = (e as { cause?: unknown }).cause) {
     if ((e as { retriable?: unknown }).retriable === true) return true;
   }
@@ -119,5 +119,24 @@ async function waitForLeaders(admin: Admin, topics: string[], timeoutMs = 30_000
     }
     if (Date.now() > deadline) throw new Error(`topics not ready within ${timeoutMs} ms: ${last}`);
     await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/**
+ * `admin.fetchTopicOffsets`, retried while the answer is a retriable error. kafkajs gives up at
+ * once on anything but an unknown topic, yet a partition whose leader was just elected answers
+ * "not the leader" for a moment after the metadata already names it.
+ */
+export async function fetchTopicOffsets(admin: Admin, topic: string, timeoutMs = 15_000): Promise<Awaited<ReturnType<Admin['fetchTopicOffsets']>>> {
+  const deadline = Date.now() + timeoutMs;
+  for (let i = 1; ; i++) {
+    try {
+      return await admin.fetchTopicOffsets(topic);
+    } catch (err) {
+      if (!isRetriableKafkaError(err) || Date.now() > deadline) throw err;
+      await new Promise((r) => setTimeout(r, Math.min(100 * i, 1000)));
+      // refreshes the client's view of the partition leaders before the next try
+      await admin.fetchTopicMetadata({ topics: [topic] }).catch(() => undefined);
+    }
   }
 }

@@ -1,4 +1,5 @@
 import type { Admin } from 'kafkajs';
+import { fetchTopicOffsets } from './client';
 
 export interface PartitionLag {
   partition: number;
@@ -22,7 +23,7 @@ export interface TopicLag {
 export async function consumerLag(admin: Admin, groupId: string, topics: string[]): Promise<TopicLag[]> {
   const [committed, ends] = await Promise.all([
     admin.fetchOffsets({ groupId, topics }),
-    Promise.all(topics.map(async (topic) => ({ topic, offsets: await admin.fetchTopicOffsets(topic) }))),
+    Promise.all(topics.map(async (topic) => ({ topic, offsets: await fetchTopicOffsets(admin, topic) }))),
   ]);
   return ends.map(({ topic, offsets }) => {
     const mine = committed.find((c) => c.topic === topic)?.partitions ?? [];

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Kafka } from 'kafkajs';
+import { fetchTopicOffsets } from './client';
 
 /**
  * The newest record of one partition, or null when the partition is empty. It reads with a
@@ -11,7 +12,7 @@ export async function readLastRecord(kafka: Kafka, topic: string, partition = 0,
   await admin.connect();
   const groupId = `${topic}.tail-reader-${process.pid}-${randomBytes(4).toString('hex')}`;
   try {
-    const offsets = await admin.fetchTopicOffsets(topic);
+    const offsets = await fetchTopicOffsets(admin, topic);
     const p = offsets.find((o) => o.partition === partition);
     if (!p || BigInt(p.high) <= BigInt(p.low)) return null;
     const target = BigInt(p.high) - 1n;

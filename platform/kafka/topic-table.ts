@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Admin, Consumer, Kafka } from 'kafkajs';
+import { fetchTopicOffsets } from './client';
 
 /** Where a record sits in its topic. */
 export interface RecordPosition {
@@ -91,7 +92,7 @@ export class TopicTable<V> {
   /** Resolves once every record written before this call has been applied. */
   async catchUp(timeoutMs = 10_000): Promise<void> {
     if (!this.admin) throw new Error(`topic table ${this.options.topic} is not started`);
-    const offsets = await this.admin.fetchTopicOffsets(this.options.topic);
+    const offsets = await fetchTopicOffsets(this.admin, this.options.topic);
     await Promise.all(
       offsets.map((o) => this.waitForNext(o.partition, BigInt(o.high), timeoutMs)),
     );

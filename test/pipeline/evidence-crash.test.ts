@@ -10,7 +10,7 @@ import { generateSignerKey, openNote, parseCheckpoint, parseSignerKey } from '..
 import { topicNames } from '../../core/topics';
 import { AvroCodec } from '../../platform/avro/codec';
 import type { DeliveryOutcome, EvidenceBatch } from '../../platform/avro/records';
-import { createKafka } from '../../platform/kafka/client';
+import { createKafka, fetchTopicOffsets } from '../../platform/kafka/client';
 import { readLastRecord } from '../../platform/kafka/last-record';
 import { uniqueSuffix } from '../support/ids';
 import { signalGroup, spawnService, stopService, waitForGroupGone, type ServiceProcess } from '../support/service-process';
@@ -23,7 +23,7 @@ const READY = /^\{[^\n]*"msg":"service ready"[^\n]*\}$/m;
 async function readLog(kafka: Kafka, codec: AvroCodec, topic: string): Promise<EvidenceBatch[]> {
   const admin = kafka.admin();
   await admin.connect();
-  const [p] = await admin.fetchTopicOffsets(topic);
+  const [p] = await fetchTopicOffsets(admin, topic);
   await admin.disconnect();
   const high = BigInt(p!.high);
   const batches: EvidenceBatch[] = [];
@@ -105,7 +105,10 @@ describe('evidence sequencer crash', () => {
     await start();
     // the child created the topics and registered the schemas; register the same ones here
     await codec.register({ [topics.deliveryCompleted]: 'DeliveryOutcome', [topics.evidenceLeaves]: 'EvidenceBatch' });
-    producer = kafka.producer();
+    // idempotent: a produce request that fails for one partition is sent again whole by kafkajs,
+    // and without sequence numbers the broker would append the other partition's outcomes twice,
+    // two distinct outcomes for the log (the input must hold each outcome once for this test)
+    producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
     await producer.connect();
     const sent: string[] = [];
     let sending = true;

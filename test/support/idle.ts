@@ -1,4 +1,5 @@
 import type { TestService } from './service';
+import { fetchTopicOffsets } from '../../platform/kafka/client';
 
 /** Messages the service's consumer groups have not committed yet, per group and topic (only where some are left). */
 export async function consumerLag(svc: TestService): Promise<Record<string, number>> {
@@ -12,7 +13,7 @@ export async function consumerLag(svc: TestService): Promise<Record<string, numb
     for (const groupId of groups) {
       for (const { topic, partitions } of await admin.fetchOffsets({ groupId })) {
         let high = highs.get(topic);
-        if (!high) highs.set(topic, (high = new Map((await admin.fetchTopicOffsets(topic)).map((o) => [o.partition, BigInt(o.high)]))));
+        if (!high) highs.set(topic, (high = new Map((await fetchTopicOffsets(admin, topic)).map((o) => [o.partition, BigInt(o.high)]))));
         let left = 0n;
         for (const p of partitions) {
           const committed = BigInt(p.offset) < 0n ? 0n : BigInt(p.offset);
