@@ -142,17 +142,18 @@ describe('delivery engine', () => {
   it('counts timeouts as failures: a destination that never answers trips its breaker', async () => {
     const r = await receiver();
     r.respondBy(() => 'hang');
-    const { hookUrl } = await destinationWithIngester(svc, 'silent', r.url, { retry_schedule_ms: [0, 100, 100, 100, 100, 100] });
+    const { hookUrl } = await destinationWithIngester(svc, 'silent', r.url, { retry_schedule_ms: [0, 1000, 1000, 1000, 1000, 1000] });
     await Promise.all([1, 2, 3, 4, 5, 6].map((n) => sendEvent(hookUrl, { n })));
     await r.waitForRequests(6);
-    const firstWave = r.requests[5]!.at;
-    // all six time out after DELIVERY_TIMEOUT_MS (3 s); their retries are due 100 ms later, but the
-    // breaker opened on the timeouts, so nothing reaches the destination until it half-opens
-    await new Promise((res) => setTimeout(res, firstWave + 3_000 + 1_200 - Date.now()));
-    expect(r.requests).toHaveLength(6);
-    await r.waitForRequests(7, 10_000);
-    // the fourth timeout (of the fourth request to arrive) opened it; it half-opens BREAKER_RESET_MS later
-    expect(r.requests[6]!.at - r.requests[3]!.at).toBeGreaterThanOrEqual(3_000 + 1_900);
+    // each of the six times out after DELIVERY_TIMEOUT_MS (3 s), its retry due 1 s later. The fourth
+    // timeout opens the breaker at the earliest (BREAKER_MIN_ATTEMPTS), and once all six have timed
+    // out it is open whatever came between; so the next request to arrive is the half-open trial,
+    // BREAKER_RESET_MS (2 s) after the breaker opened. Without the breaker it would be a retry,
+    // about 1 s after the first timeout.
+    const fourthTimeout = r.requests[3]!.at + 3_000;
+    const allTimedOut = r.requests[5]!.at + 3_000 + 100;
+    const next = await eventually('a request after the first six timed out', async () => r.requests.find((q) => q.at > allTimedOut), 15_000, 50);
+    expect(next.at - fourthTimeout).toBeGreaterThanOrEqual(1_900);
   });
 
   it('replays a destination\'s dead letters in bulk from the CLI, each once', async () => {
