@@ -1,3 +1,4 @@
+import type { ServerResponse } from 'node:http';
 import type { NextFunction, Request, Response } from 'express';
 import { AppError, TITLE_OF, type ErrorSlug } from '../core/errors';
 import { errorMessage, type Logger } from '../core/log';
@@ -5,23 +6,28 @@ import { errorMessage, type Logger } from '../core/log';
 /** Maps every error to an RFC 9457 problem document; the one place that does so. */
 export function problemHandler(errorBase: string | (() => string), log: Logger) {
   return (err: unknown, req: Request, res: Response, _next: NextFunction): void => {
-    const requestId = String(res.getHeader('x-request-id') ?? '');
-    const appError = toAppError(err);
-    if (appError.slug === 'internal-error') {
-      log.error('unexpected error', { request_id: requestId, method: req.method, path: req.path, error: errorMessage(err), stack: err instanceof Error ? err.stack : undefined });
-    }
-    if (res.headersSent) {
-      res.end();
-      return;
-    }
-    if (appError.slug === 'rate-limit-exceeded' && typeof appError.extra.retry_after_seconds === 'number') {
-      res.setHeader('retry-after', String(appError.extra.retry_after_seconds));
-    }
-    res
-      .status(appError.status)
-      .type('application/problem+json')
-      .send(JSON.stringify(problemBody(typeof errorBase === 'function' ? errorBase() : errorBase, appError.slug, appError.message, requestId, appError.extra)));
+    writeProblem(res, typeof errorBase === 'function' ? errorBase() : errorBase, err, String(res.getHeader('x-request-id') ?? ''), log, req.path);
   };
+}
+
+/** Answers `err` as a problem document on a bare node:http response (the framework's too). */
+export function writeProblem(res: ServerResponse, errorBase: string, err: unknown, requestId: string, log: Logger, path?: string): void {
+  const appError = toAppError(err);
+  if (appError.slug === 'internal-error') {
+    log.error('unexpected error', { request_id: requestId, method: res.req?.method, path: path ?? res.req?.url, error: errorMessage(err), stack: err instanceof Error ? err.stack : undefined });
+  }
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  if (appError.slug === 'rate-limit-exceeded' && typeof appError.extra.retry_after_seconds === 'number') {
+    res.setHeader('retry-after', String(appError.extra.retry_after_seconds));
+  }
+  const body = JSON.stringify(problemBody(errorBase, appError.slug, appError.message, requestId, appError.extra));
+  res.statusCode = appError.status;
+  res.setHeader('content-type', 'application/problem+json; charset=utf-8');
+  res.setHeader('content-length', Buffer.byteLength(body));
+  res.end(body);
 }
 
 export function problemBody(errorBase: string, slug: ErrorSlug, detail: string, requestId: string, extra: Record<string, unknown> = {}) {

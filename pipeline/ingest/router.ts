@@ -1,4 +1,5 @@
 import express, { type Request, type Response, type NextFunction, type Router } from 'express';
+import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import { AppError } from '../../core/errors';
 import { newId } from '../../core/ids';
 import type { Ingester } from '../../core/model';
@@ -7,7 +8,6 @@ import type { Logger } from '../../core/log';
 import type { AvroCodec } from '../../platform/avro/codec';
 import type { Header, WebhookEvent } from '../../platform/avro/records';
 import type { BatchingProducer } from '../../platform/kafka/batching-producer';
-import { transition } from '../transitions';
 import { correlationIdOf } from './correlation';
 
 export interface IngesterFinder {
@@ -26,16 +26,56 @@ export interface IngestDeps {
 }
 
 /** Request headers in arrival order with lower-case names; repeated headers stay repeated. */
-function headersOf(req: Request): Header[] {
+function headersOf(req: IncomingMessage): Header[] {
   const out: Header[] = [];
   const raw = req.rawHeaders;
   for (let i = 0; i + 1 < raw.length; i += 2) out.push({ name: raw[i]!.toLowerCase(), value: raw[i + 1]! });
   return out;
 }
 
+export interface Accepted {
+  event_id: string;
+  correlation_id: string;
+  status: 'received';
+}
+
+/**
+ * Stores one webhook, acknowledged by Kafka (acks=all) before this resolves. The event record on
+ * `webhooks.received` is itself the record of its `received` state (the sink writes the
+ * transition row from it). `url` is the request target as sent (path and query).
+ */
+export async function acceptWebhook(deps: IngestDeps, ingester: Ingester, req: IncomingMessage, url: string, payload: Buffer): Promise<Accepted> {
+  const q = url.indexOf('?');
+  const event: WebhookEvent = {
+    event_id: newId('event'),
+    tenant_id: ingester.tenant_id,
+    ingester_id: ingester.id,
+    correlation_id: correlationIdOf(req.headers as Record<string, string>),
+    received_at: Date.now(),
+    method: req.method ?? 'POST',
+    query: q < 0 ? '' : url.slice(q + 1),
+    headers: headersOf(req),
+    content_type: req.headers['content-type'] ?? null,
+    body: payload,
+    source_ip: req.socket.remoteAddress ?? null,
+    event_type: null,
+  };
+  const eventValue = await deps.codec.encode(deps.topics.received, 'WebhookEvent', event);
+  try {
+    await deps.producer.send([{ topic: deps.topics.received, messages: [{ key: `${event.tenant_id}/${event.ingester_id}`, value: eventValue }] }]);
+  } catch (err) {
+    // Kafka not acknowledging is a passing condition: the sender should retry, not give up
+    if (err instanceof Error && err.name.startsWith('KafkaJS')) throw new AppError('service-unavailable', 'the event could not be stored durably; retry shortly', {}, true, { cause: err });
+    throw err;
+  }
+  deps.log.debug('received', { tenant_id: event.tenant_id, event_id: event.event_id, ingester_id: event.ingester_id, correlation_id: event.correlation_id, bytes: payload.length });
+  return { event_id: event.event_id, correlation_id: event.correlation_id, status: 'received' };
+}
+
 /**
  * The Hook URLs: POST /v1/hooks/{ingester_id}. The sender gets its 2xx only after Kafka has
- * acknowledged the event (acks=all) together with its `received` transition.
+ * acknowledged the event (acks=all). Every case the fast path below leaves alone (compressed
+ * bodies, unknown ingesters, odd paths) comes here.
  */
 export function ingestRouter(deps: IngestDeps): Router {
   const router = express.Router();
@@ -51,36 +91,78 @@ export function ingestRouter(deps: IngestDeps): Router {
       }
       if (!ingester) throw new AppError('not-found', `no ingester ${ingesterId}`);
       const payload: Buffer = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
-      const event: WebhookEvent = {
-        event_id: newId('event'),
-        tenant_id: ingester.tenant_id,
-        ingester_id: ingester.id,
-        correlation_id: correlationIdOf(req.headers as Record<string, string>),
-        received_at: Date.now(),
-        method: req.method,
-        query: req.originalUrl.includes('?') ? req.originalUrl.slice(req.originalUrl.indexOf('?') + 1) : '',
-        headers: headersOf(req),
-        content_type: req.headers['content-type'] ?? null,
-        body: payload,
-        source_ip: req.socket.remoteAddress ?? null,
-        event_type: null,
-      };
-      const received = transition(deps.topics, event, 'received', { at: event.received_at });
-      const [eventValue, transitionValue] = await Promise.all([
-        deps.codec.encode(deps.topics.received, 'WebhookEvent', event),
-        deps.codec.encode(received.topic, 'EventTransition', received.value),
-      ]);
-      await deps.producer.send([
-        { topic: deps.topics.received, messages: [{ key: `${event.tenant_id}/${event.ingester_id}`, value: eventValue }] },
-        { topic: received.topic, messages: [{ key: received.key, value: transitionValue }] },
-      ]);
-      deps.log.debug('received', { tenant_id: event.tenant_id, event_id: event.event_id, ingester_id: event.ingester_id, correlation_id: event.correlation_id, bytes: payload.length });
-      res.status(202).setHeader('x-correlation-id', event.correlation_id).json({ event_id: event.event_id, correlation_id: event.correlation_id, status: 'received' });
+      const accepted = await acceptWebhook(deps, ingester, req, req.originalUrl, payload);
+      res.status(202).setHeader('x-correlation-id', accepted.correlation_id).json(accepted);
     } catch (err) {
-      // Kafka not acknowledging is a passing condition: the sender should retry, not give up
-      if (err instanceof Error && err.name.startsWith('KafkaJS')) next(new AppError('service-unavailable', 'the event could not be stored durably; retry shortly', {}, true, { cause: err }));
-      else next(err);
+      next(err);
     }
   });
   return router;
+}
+
+const HOOK_PREFIX = '/v1/hooks/';
+const PLAIN_ID = /^[A-Za-z0-9_-]{1,128}$/;
+
+/**
+ * The Hook URL's common case without the web framework: a POST of an uncompressed body, within
+ * the size limit, to a known ingester. It answers exactly as the router above (same status,
+ * body and headers); anything else, and anything before the pipeline is ready, goes to
+ * `fallback` untouched, so there is one place that decides every other answer.
+ * `fail` answers an error found after the body was read (Kafka did not acknowledge).
+ */
+export function hookFastPath(
+  deps: () => IngestDeps | undefined,
+  fallback: RequestListener,
+  fail: (err: unknown, req: IncomingMessage, res: ServerResponse, requestId: string) => void,
+): RequestListener {
+  return (req, res) => {
+    const url = req.url ?? '';
+    const d = req.method === 'POST' && url.startsWith(HOOK_PREFIX) ? deps() : undefined;
+    if (!d) return fallback(req, res);
+    const encoding = req.headers['content-encoding'];
+    if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') return fallback(req, res);
+    const q = url.indexOf('?');
+    const id = url.slice(HOOK_PREFIX.length, q < 0 ? undefined : q);
+    if (!PLAIN_ID.test(id)) return fallback(req, res);
+    const ingester = d.config.find('ingester', id);
+    if (!ingester) return fallback(req, res);
+    const declared = req.headers['content-length'];
+    if (declared !== undefined && !(Number(declared) <= d.maxBodyBytes)) return fallback(req, res);
+
+    const requestId = newId('request');
+    res.setHeader('x-request-id', requestId);
+    const chunks: Buffer[] = [];
+    let size = 0;
+    // a sender that goes away mid-body: nothing was accepted and there is nobody to answer
+    req.on('error', () => undefined);
+    let refused = false;
+    req.on('data', (chunk: Buffer) => {
+      if (refused) return;
+      size += chunk.length;
+      if (size > d.maxBodyBytes) {
+        // a chunked body that outgrows the limit is read to its end and dropped, then refused
+        // (as the router does): answering mid-body would race the sender's writes
+        refused = true;
+        chunks.length = 0;
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on('end', () => {
+      if (refused) return fail(new AppError('payload-too-large', 'the request body is larger than allowed'), req, res, requestId);
+      const payload = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
+      acceptWebhook(d, ingester, req, url, payload).then(
+        (accepted) => {
+          const body = JSON.stringify(accepted);
+          res.writeHead(202, {
+            'content-type': 'application/json; charset=utf-8',
+            'content-length': Buffer.byteLength(body),
+            'x-correlation-id': accepted.correlation_id,
+          });
+          res.end(body);
+        },
+        (err: unknown) => fail(err, req, res, requestId),
+      );
+    });
+  };
 }

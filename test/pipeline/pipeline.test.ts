@@ -4,6 +4,8 @@ import { eventually, startTestService, type TestService } from '../support/servi
 import { runScript } from '../support/process';
 import { attemptsOf, sendEvent, waitForStates } from '../support/flow';
 
+const HOOK_LIMIT = 64 * 1024;
+
 /** The stages together: providers, filters, fan-out, logs, and producers that bypass HTTP. */
 describe('pipeline', () => {
   let svc: TestService;
@@ -16,7 +18,7 @@ describe('pipeline', () => {
   };
 
   beforeAll(async () => {
-    svc = await startTestService({ RETRY_TIERS: '100ms', LOG_LEVEL: 'info' });
+    svc = await startTestService({ RETRY_TIERS: '100ms', LOG_LEVEL: 'info', INGEST_MAX_BODY_BYTES: String(HOOK_LIMIT) });
   });
   afterAll(async () => {
     await Promise.all([svc?.stop(), receivers.closeAll()]);
@@ -100,5 +102,50 @@ describe('pipeline', () => {
     expect(bodies.size).toBe(50);
     const states = (await waitForStates(svc, first_event_id, ['received', 'validated', 'filtered', 'delivered', 'acked'])).map((t) => t.state);
     expect(new Set(states)).toEqual(new Set(['received', 'validated', 'filtered', 'delivered', 'acked']));
+  });
+
+  // `/v1/hooks/{id}/` (trailing slash) is the same Hook URL, answered by the router; the plain
+  // path of an uncompressed body is answered without it: both must store and answer the same
+  it('answers the Hook URL the same with and without the web framework', async () => {
+    const ing = await svc.api('POST', `/v1/tenants/${svc.tenantId}/ingesters`, { name: 'paths', provider: 'none', config: {} });
+    const send = (suffix: string, n: number) => fetch(`${svc.url}/v1/hooks/${ing.body.id as string}${suffix}?src=test&n=${n}`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-correlation-id': `paths-${n}`, 'x-extra': 'a' }, body: '{"same":true}' });
+    const [fast, routed] = [await send('', 1), await send('/', 2)];
+    for (const [res, n] of [[fast, 1], [routed, 2]] as const) {
+      expect(res.status).toBe(202);
+      expect(res.headers.get('content-type')).toBe('application/json; charset=utf-8');
+      expect(res.headers.get('x-correlation-id')).toBe(`paths-${n}`);
+      expect(res.headers.get('x-request-id')).toMatch(/^req_/);
+      expect(await res.json()).toEqual({ event_id: expect.stringMatching(/^evt_/), correlation_id: `paths-${n}`, status: 'received' });
+    }
+    const rows = await eventually('both events stored', async () => {
+      const rs = await svc.clickhouse.query({ query: `SELECT correlation_id, content_type, headers, body FROM ${svc.config.clickhouseDatabase}.events FINAL WHERE ingester_id = {id:String} ORDER BY correlation_id`, query_params: { id: ing.body.id }, format: 'JSONEachRow' });
+      const got = await rs.json<{ correlation_id: string; content_type: string; headers: string; body: string }>();
+      return got.length === 2 ? got : undefined;
+    });
+    expect(rows.map((r) => r.correlation_id)).toEqual(['paths-1', 'paths-2']);
+    expect(rows[0]!.body).toBe(rows[1]!.body);
+    expect(rows[0]!.content_type).toBe('application/json');
+    // the same headers in the same order; only the correlation id differs
+    const headers = (h: string) => (JSON.parse(h) as [string, string][]).filter(([name]) => name !== 'x-correlation-id');
+    expect(headers(rows[0]!.headers)).toEqual(headers(rows[1]!.headers));
+    expect(headers(rows[0]!.headers)).toContainEqual(['x-extra', 'a']);
+  });
+
+  it('refuses a body over the limit from both paths with the same problem, chunked or not', async () => {
+    const ing = await svc.api('POST', `/v1/tenants/${svc.tenantId}/ingesters`, { name: 'big', provider: 'none', config: {} });
+    const hook = `${svc.url}/v1/hooks/${ing.body.id as string}`;
+    const big = Buffer.alloc(HOOK_LIMIT + 1, 'a');
+    // a declared length over the limit goes to the router; a chunked body outgrows it in the fast path
+    const declared = await fetch(hook, { method: 'POST', body: big });
+    const chunked = await fetch(hook, { method: 'POST', body: new ReadableStream({ start(c) { c.enqueue(big.subarray(0, 40_000)); c.enqueue(big.subarray(40_000)); c.close(); } }), duplex: 'half' } as RequestInit);
+    for (const res of [declared, chunked]) {
+      expect(res.status).toBe(413);
+      expect(res.headers.get('content-type')).toBe('application/problem+json; charset=utf-8');
+      const problem = (await res.json()) as Record<string, unknown>;
+      expect(problem).toMatchObject({ status: 413, title: expect.any(String), type: expect.stringMatching(/\/errors\/payload-too-large$/), instance: res.headers.get('x-request-id') });
+    }
+    // exactly at the limit is accepted, chunked too
+    const atLimit = await fetch(hook, { method: 'POST', body: new ReadableStream({ start(c) { c.enqueue(big.subarray(0, HOOK_LIMIT)); c.close(); } }), duplex: 'half' } as RequestInit);
+    expect(atLimit.status).toBe(202);
   });
 });
