@@ -76,6 +76,13 @@ const tenantPath = (ctx: ToolContext, rest: string) => `/v1/tenants/${enc(ctx.ke
 /** The arguments of a write without the ones that are not body members. */
 const bodyOf = (args: Json, ...drop: string[]): Json => Object.fromEntries(Object.entries(args).filter(([k]) => k !== 'idempotency_key' && !drop.includes(k)));
 
+/** The run of a delete tool: DELETE `<collection>/<args[arg]>` as the caller, answered as `Deleted`. */
+const deleteRun = (collection: string, arg: string) => async (d: ToolDeps, c: ToolContext): Promise<Json> => {
+  const id = String(c.args[arg]);
+  await rest(d, c, 'DELETE', tenantPath(c, `${collection}/${enc(id)}`));
+  return { deleted: true, id };
+};
+
 /** A stored checkpoint as an integrity receipt: its origin and its (first) signature. */
 function receiptOf(signedNote: string) {
   const { text, signatures } = splitNote(signedNote);
@@ -189,10 +196,7 @@ export const TOOLS: ToolSpec[] = [
     name: 'delete_destination', title: 'Delete a destination', group: 'write:destinations', scope: 'write:destinations',
     description: 'Deletes a destination and takes it out of every delivery flow.',
     input: { properties: { destination_id: id('The destination (dst_...).'), idempotency_key: idempotencyKey }, required: ['destination_id'] }, output: 'Deleted', annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true },
-    run: async (d, c) => {
-      await rest(d, c, 'DELETE', tenantPath(c, `/destinations/${enc(String(c.args.destination_id))}`));
-      return { deleted: true, id: String(c.args.destination_id) };
-    },
+    run: deleteRun('/destinations', 'destination_id'),
   },
   {
     name: 'create_ingester', title: 'Create an ingester (endpoint)', group: 'write:ingesters', scope: 'write:ingesters',
@@ -210,10 +214,7 @@ export const TOOLS: ToolSpec[] = [
     name: 'delete_ingester', title: 'Delete an ingester', group: 'write:ingesters', scope: 'write:ingesters',
     description: 'Deletes an ingester and its delivery flows; its Hook URL answers 404 afterwards.',
     input: { properties: { ingester_id: id('The ingester (ing_...).'), idempotency_key: idempotencyKey }, required: ['ingester_id'] }, output: 'Deleted', annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true },
-    run: async (d, c) => {
-      await rest(d, c, 'DELETE', tenantPath(c, `/ingesters/${enc(String(c.args.ingester_id))}`));
-      return { deleted: true, id: String(c.args.ingester_id) };
-    },
+    run: deleteRun('/ingesters', 'ingester_id'),
   },
   {
     name: 'create_delivery_flow', title: 'Create a delivery flow', group: 'write:flows', scope: 'write:flows',
@@ -225,10 +226,7 @@ export const TOOLS: ToolSpec[] = [
     name: 'delete_delivery_flow', title: 'Delete a delivery flow', group: 'write:flows', scope: 'write:flows',
     description: 'Deletes a delivery flow.',
     input: { properties: { flow_id: id('The flow (flw_...).'), idempotency_key: idempotencyKey }, required: ['flow_id'] }, output: 'Deleted', annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true },
-    run: async (d, c) => {
-      await rest(d, c, 'DELETE', tenantPath(c, `/delivery-flows/${enc(String(c.args.flow_id))}`));
-      return { deleted: true, id: String(c.args.flow_id) };
-    },
+    run: deleteRun('/delivery-flows', 'flow_id'),
   },
   {
     name: 'retry_event', title: 'Retry the failed deliveries of an event', group: 'write:events', scope: 'write:events',
