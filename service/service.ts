@@ -6,6 +6,7 @@ import { Redis } from 'ioredis';
 import type { Kafka, Producer } from 'kafkajs';
 import { createApp, type ApiServices } from '../api/app';
 import type { BuildInfo } from '../api/routes/health';
+import { writeProblem } from '../api/problem';
 import type { Config, StageName } from '../core/config';
 import { Logger, errorMessage } from '../core/log';
 import { newId } from '../core/ids';
@@ -19,6 +20,7 @@ import { migrate } from '../platform/clickhouse/migrate';
 import { ConfigStore } from '../platform/config-store/config-store';
 import { ensureTenant, issueApiKey } from '../platform/config-store/tenants';
 import { BatchingProducer } from '../platform/kafka/batching-producer';
+import { murmur2Partitioner } from '../platform/kafka/partitioner';
 import { createKafka, ensureTopics } from '../platform/kafka/client';
 import { RedisNameClaims } from '../platform/redis/name-claims';
 import { deliverStage } from '../pipeline/deliver/stage';
@@ -31,7 +33,7 @@ import { runWindowedStage } from '../pipeline/runner/windowed-runner';
 import { LogShipper } from '../platform/kafka/log-shipper';
 import type { DeliveryTask } from '../platform/avro/records';
 import { filterStage } from '../pipeline/filter/stage';
-import { ingestRouter } from '../pipeline/ingest/router';
+import { hookFastPath, ingestRouter, type IngestDeps } from '../pipeline/ingest/router';
 import { routeStage } from '../pipeline/route/stage';
 import { runStage, type RunnerDeps, type RunningStage } from '../pipeline/runner/run-stage';
 import { evidenceIntakeStage } from '../pipeline/evidence/intake';
@@ -88,6 +90,7 @@ export async function startService(config: Config, log = new Logger(config.logLe
   const probe = healthProbe(connections);
   let services: ApiServices | undefined;
   let ingest: ReturnType<typeof ingestRouter> | undefined;
+  let ingestDeps: IngestDeps | undefined;
   const cleanups: (() => Promise<unknown>)[] = [];
   const stopAll = async () => {
     for (const cleanup of cleanups.splice(0).reverse()) {
@@ -110,7 +113,9 @@ export async function startService(config: Config, log = new Logger(config.logLe
         selfUrl: () => url,
         extraRouters: () => ingest,
       });
-      const server = http.createServer({ keepAliveTimeout: 65_000 }, app);
+      // the Hook URL's common case is answered without the framework: it is the hot path
+      const listener = hookFastPath(() => ingestDeps, app, (err, _req, res, requestId) => writeProblem(res, errorBase(), err, requestId, log));
+      const server = http.createServer({ keepAliveTimeout: 65_000 }, listener);
       server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
         // requests Node's parser refuses (unknown method, bad header) still get a problem document
         if (!socket.writable) return socket.destroy();
@@ -181,7 +186,7 @@ export async function startService(config: Config, log = new Logger(config.logLe
     await store.start();
     cleanups.push(() => store.stop());
 
-    const producer: Producer = kafka.producer({ allowAutoTopicCreation: false });
+    const producer: Producer = kafka.producer({ allowAutoTopicCreation: false, createPartitioner: murmur2Partitioner });
     await producer.connect();
     cleanups.push(() => producer.disconnect());
 
@@ -208,7 +213,8 @@ export async function startService(config: Config, log = new Logger(config.logLe
       board.record(destinationId, state).catch((err: unknown) => log.warn('breaker state not published', { destination_id: destinationId, error: errorMessage(err) }));
     });
     cleanups.push(async () => breakers.shutdown());
-    const runnerDeps: RunnerDeps = { kafka, producer, codec, log, groupPrefix: `${config.topicPrefix}hookline.` };
+    const outputs = new BatchingProducer(producer, { maxBatch: 1_000, maxInFlight: 3 });
+    const runnerDeps: RunnerDeps = { kafka, producer, outputs, codec, log, groupPrefix: `${config.topicPrefix}hookline.` };
     const running: RunningStage[] = [];
     // stages stop before the producer and the store they write through
     cleanups.push(() => Promise.all(running.map((s) => s.stop())));
@@ -252,7 +258,8 @@ export async function startService(config: Config, log = new Logger(config.logLe
       demoKey = (await issueApiKey(store, 'demo', [...SCOPES])).api_key;
     }
 
-    ingest = ingestRouter({ topics, config: store, codec, producer: new BatchingProducer(producer, { lingerMs: config.ingestLingerMs }), maxBodyBytes: config.ingestMaxBodyBytes, log });
+    ingestDeps = { topics, config: store, codec, producer: new BatchingProducer(producer, { lingerMs: config.ingestLingerMs }), maxBodyBytes: config.ingestMaxBodyBytes, log };
+    ingest = ingestRouter(ingestDeps);
     const evidenceStore = clickhouse && new EvidenceStore(clickhouse, config.clickhouseDatabase);
     if (clickhouse) services = { store, clickhouse, clickhouseDatabase: config.clickhouseDatabase, claims: new RedisNameClaims(redis, config.topicPrefix), replay: { producer, codec, topics, redis, prefix: config.topicPrefix },
       publicBaseUrl: resolvePort(config.publicBaseUrl),

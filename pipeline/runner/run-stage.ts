@@ -1,4 +1,4 @@
-import { BatchingProducer } from '../../platform/kafka/batching-producer';
+import type { BatchingProducer } from '../../platform/kafka/batching-producer';
 import { OffsetCommits } from './offset-commits';
 import type { Consumer, EachBatchPayload, Kafka, Producer } from 'kafkajs';
 import { stageConsumer } from './stage-consumer';
@@ -10,6 +10,11 @@ import type { AnyOutput, RecordStage, Stage, StageContext } from './stage';
 export interface RunnerDeps {
   kafka: Kafka;
   producer: Producer;
+  /**
+   * The process's one gathering producer: the outputs of every stage share its Kafka requests,
+   * so that the request count follows the load's batching, not the number of stages.
+   */
+  outputs: BatchingProducer;
   codec: AvroCodec;
   log: Logger;
   /** Consumer groups are `<groupPrefix><stage name>`. */
@@ -62,8 +67,8 @@ export async function runStage(stage: Stage, deps: RunnerDeps): Promise<RunningS
   const log = deps.log.child({ stage: stage.name });
   let stopped = false;
   const consumer: Consumer = await stageConsumer(deps.kafka, `${deps.groupPrefix}${stage.name}`, [stage.input.topic], () => stopped);
-  // partitions finishing at once share produce requests, and commits gather for 100 ms
-  const producer = new BatchingProducer(deps.producer);
+  // partitions and stages finishing at once share produce requests, and commits gather for 100 ms
+  const producer = deps.outputs;
   const commits = new OffsetCommits(consumer, log);
   let running = 0;
 

@@ -4,7 +4,6 @@ import { OffsetCommits } from './offset-commits';
 import { errorMessage } from '../../core/log';
 import type { RecordTypes } from '../../platform/avro/records';
 import { encodeOutputs, type RunnerDeps, type RunningStage } from './run-stage';
-import { BatchingProducer } from '../../platform/kafka/batching-producer';
 import type { AnyOutput, RecordStage, StageContext } from './stage';
 
 interface Slot {
@@ -52,7 +51,7 @@ export async function runWindowedStage<N extends 'DeliveryTask'>(stage: RecordSt
 
   const consumer: Consumer = await stageConsumer(deps.kafka, `${deps.groupPrefix}${stage.name}`, [stage.input.topic], () => stopped);
   // records finish one by one; their outputs share Kafka requests (group commit)
-  const outputs = new BatchingProducer(deps.producer);
+  const outputs = deps.outputs;
 
   const commits = new OffsetCommits(consumer, log);
   const acquire = async (key: string, limit: number) => {

@@ -8,11 +8,12 @@ const KNOWN = new Set(['ts', 'level', 'msg', 'stage', 'tenant_id', 'event_id', '
 
 export function toLogEntry(r: LogRecord): LogEntry {
   const fields: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(r)) if (!KNOWN.has(k) && v !== undefined) fields[k] = v;
+  for (const k in r) if (!KNOWN.has(k) && r[k] !== undefined) fields[k] = r[k];
   const s = (v: unknown) => (typeof v === 'string' ? v : null);
+  const ts = Date.parse(r.ts);
   return {
-    id: newId('log', Date.parse(r.ts)),
-    ts: Date.parse(r.ts),
+    id: newId('log', ts),
+    ts,
     level: r.level,
     message: r.msg,
     stage: s(r.stage),
