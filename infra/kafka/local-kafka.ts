@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { createKafka } from '../../platform/kafka/client';
 import { spawnTethered, type ChildHandle } from '../process/child';
@@ -63,6 +64,10 @@ function serverProperties(dataDir: string, port: number, controllerPort: number)
     'listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT',
     `log.dirs=${path.join(dataDir, 'log')}`,
     'num.partitions=1',
+    // a thread per core for requests, half that for the network (the defaults, 3 and 8, are for
+    // servers with cores to spare; on 2 cores the extra threads only switch)
+    `num.network.threads=${Math.max(2, Math.floor(os.availableParallelism() / 2))}`,
+    `num.io.threads=${Math.max(2, os.availableParallelism())}`,
     'auto.create.topics.enable=false',
     'offsets.topic.replication.factor=1',
     'offsets.topic.num.partitions=10',
