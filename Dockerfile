@@ -3,8 +3,10 @@
 FROM node:20-bookworm-slim
 WORKDIR /app
 COPY package.json package-lock.json ./
+# patches/ are applied to node_modules by the postinstall script
+COPY patches ./patches
 RUN npm ci --no-audit --no-fund && touch node_modules/.install-stamp
 COPY . .
 ENV HOST=0.0.0.0 PORT=8080 DATA_DIR=/data
 EXPOSE 8080
-CMD ["node_modules/.bin/tsx", "service/main.ts"]
+CMD ["node_modules/.bin/tsx", "--max-semi-space-size=64", "service/main.ts"]

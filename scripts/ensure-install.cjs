@@ -1,9 +1,10 @@
 #!/usr/bin/env node
-// Installs the npm dependencies when node_modules is missing or older than package-lock.json,
-// so that `npm start` and `npm test` work on a fresh clone with nothing run before them.
+// Installs the npm dependencies when node_modules is missing or older than package-lock.json
+// or patches/, so that `npm start` and `npm test` work on a fresh clone with nothing run before
+// them. The postinstall script applies patches/ (patch-package).
 'use strict';
 const { execFileSync } = require('node:child_process');
-const { existsSync, readFileSync, writeFileSync } = require('node:fs');
+const { existsSync, readFileSync, readdirSync, rmSync, writeFileSync } = require('node:fs');
 const { createHash } = require('node:crypto');
 const path = require('node:path');
 
@@ -12,12 +13,22 @@ const lock = path.join(root, 'package-lock.json');
 const stamp = path.join(root, 'node_modules', '.install-stamp');
 const manifest = path.join(root, 'package.json');
 
-const digest = createHash('sha256')
+const patchDir = path.join(root, 'patches');
+const patches = existsSync(patchDir) ? readdirSync(patchDir).filter((f) => f.endsWith('.patch')).sort() : [];
+
+const hash = createHash('sha256')
   .update(readFileSync(manifest))
-  .update(existsSync(lock) ? readFileSync(lock) : '')
-  .digest('hex');
+  .update(existsSync(lock) ? readFileSync(lock) : '');
+for (const p of patches) hash.update(p).update(readFileSync(path.join(patchDir, p)));
+const digest = hash.digest('hex');
 
 if (existsSync(stamp) && readFileSync(stamp, 'utf8') === digest) process.exit(0);
+
+// a patched package may carry an older patch: install it afresh so the current one applies cleanly
+for (const p of patches) {
+  const name = p.slice(0, p.lastIndexOf('+')).replace(/\+/g, '/');
+  rmSync(path.join(root, 'node_modules', name), { recursive: true, force: true });
+}
 
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 // `npm install` rather than `npm ci`: it installs the locked versions too, and npm 11 refuses `ci`

@@ -1,0 +1,103 @@
+import { randomBytes } from 'node:crypto';
+import type { Message } from 'kafkajs';
+import { createKafka, ensureTopics, fetchTopicOffsets } from '../../platform/kafka/client';
+import { murmur2Partitioner } from '../../platform/kafka/partitioner';
+import { uniqueSuffix } from '../support/ids';
+
+// kafkajs as patched by patches/kafkajs+2.2.4.patch (its record encoding and CRC-32C)
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const crc32C = require('kafkajs/src/protocol/recordBatch/crc32C') as (b: Buffer) => number;
+
+/** CRC-32C the slow, obvious way: one bit at a time, reflected polynomial 0x82F63B78. */
+function bitwiseCrc32C(data: Buffer): number {
+  let crc = 0xffffffff;
+  for (const byte of data) {
+    crc ^= byte;
+    for (let k = 0; k < 8; k++) crc = crc & 1 ? (crc >>> 1) ^ 0x82f63b78 : crc >>> 1;
+  }
+  return (crc ^ 0xffffffff) >>> 0;
+}
+
+describe('kafkajs record encoding (patched)', () => {
+  it('computes CRC-32C as RFC 3720 and a bitwise reference do', () => {
+    // RFC 3720, appendix B.4, and the common check value
+    expect(crc32C(Buffer.alloc(32, 0))).toBe(0x8a9136aa);
+    expect(crc32C(Buffer.alloc(32, 0xff))).toBe(0x62a8ab43);
+    expect(crc32C(Buffer.from(Array.from({ length: 32 }, (_, i) => i)))).toBe(0x46dd794e);
+    expect(crc32C(Buffer.from(Array.from({ length: 32 }, (_, i) => 31 - i)))).toBe(0x113fdb5c);
+    expect(crc32C(Buffer.from('123456789'))).toBe(0xe3069283);
+    for (let n = 0; n < 300; n++) {
+      const data = randomBytes(n);
+      expect(crc32C(data)).toBe(bitwiseCrc32C(data));
+    }
+  });
+
+  // the broker checks every batch's CRC on produce (a wrong one is refused as corrupt), and the
+  // consumer decodes the records with kafkajs's unpatched decoder
+  it('produces batches the broker accepts and that read back exactly as sent', async () => {
+    const kafka = createKafka(process.env.KAFKA_BROKERS!.split(','), 'encoding-test');
+    const topic = `encoding-${uniqueSuffix()}`;
+    await ensureTopics(kafka, [{ topic, partitions: 3 }]);
+    const producer = kafka.producer({ createPartitioner: murmur2Partitioner });
+    await producer.connect();
+    const base = Date.now();
+    const sent: (Message & { i: number })[] = Array.from({ length: 400 }, (_, i) => ({
+      i,
+      key: i % 9 === 0 ? null : i % 2 ? `key-${i}` : randomBytes(1 + (i % 40)),
+      value: i % 13 === 0 ? null : randomBytes([0, 1, 127, 128, 1_000, 16_383, 16_384, 70_000][i % 8]!),
+      headers: i % 3 === 0 ? { 'x-i': String(i), 'x-many': ['a', 'b'] } : { 'x-i': String(i) },
+      // up to 100 days before now: deltas within a batch beyond 32 bits, small ones, and none at all
+      // (the broker refuses timestamps more than an hour ahead)
+      timestamp: i % 4 === 0 ? undefined : String(base - (i % 5) * 25 * 86_400_000 - i),
+    }));
+    try {
+      for (let i = 0; i < sent.length; i += 57) {
+        await producer.sendBatch({ acks: -1, topicMessages: [{ topic, messages: sent.slice(i, i + 57).map(({ i: _, ...m }) => m) }] });
+      }
+    } finally {
+      await producer.disconnect();
+    }
+
+    // read up to the end of every partition; a re-delivery after a rebalance (or a request that
+    // kafkajs sent again) may repeat a record, and every copy must still be exact
+    const admin = kafka.admin();
+    await admin.connect();
+    const ends = new Map((await fetchTopicOffsets(admin, topic)).map((p) => [p.partition, Number(p.high)]));
+    await admin.disconnect();
+    const received: { key: Buffer | null; value: Buffer | null; headers: Record<string, unknown>; timestamp: string }[] = [];
+    const next = new Map([...ends.keys()].map((p) => [p, 0]));
+    const done = () => [...ends].every(([p, high]) => next.get(p)! >= high);
+    const consumer = kafka.consumer({ groupId: `${topic}-reader`, maxWaitTimeInMs: 100 });
+    await consumer.connect();
+    await consumer.subscribe({ topic, fromBeginning: true });
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`read ${received.length} records; the partitions end at ${JSON.stringify([...ends])}`)), 30_000);
+      void consumer.run({
+        eachMessage: async ({ partition, message }) => {
+          received.push({ key: message.key, value: message.value, headers: message.headers ?? {}, timestamp: message.timestamp });
+          next.set(partition, Math.max(next.get(partition)!, Number(message.offset) + 1));
+          if (done()) {
+            clearTimeout(timer);
+            resolve();
+          }
+        },
+      });
+    });
+    await consumer.disconnect();
+
+    const byIndex = new Map<string, typeof received>();
+    for (const r of received) byIndex.set(String(r.headers['x-i']), [...(byIndex.get(String(r.headers['x-i'])) ?? []), r]);
+    expect(byIndex.size).toBe(sent.length);
+    for (const m of sent) {
+      const copies = byIndex.get(String(m.i))!;
+      expect(copies).toBeDefined();
+      const key = m.key === null || m.key === undefined ? null : Buffer.isBuffer(m.key) ? m.key : Buffer.from(m.key);
+      for (const r of copies) {
+        expect(r.key === null ? null : r.key.toString('hex')).toBe(key === null ? null : key.toString('hex'));
+        expect(r.value === null ? null : r.value.toString('hex')).toBe(m.value === null || m.value === undefined ? null : (m.value as Buffer).toString('hex'));
+        expect(r.headers).toEqual(Object.fromEntries(Object.entries(m.headers!).map(([k, v]) => [k, Array.isArray(v) ? v.map((x) => Buffer.from(String(x))) : Buffer.from(String(v))])));
+        if (m.timestamp !== undefined) expect(r.timestamp).toBe(m.timestamp);
+      }
+    }
+  }, 60_000);
+});
