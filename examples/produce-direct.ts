@@ -1,8 +1,8 @@
 /**
  * Produces webhooks straight onto the received topic, bypassing HTTP: the way a high-volume
  * producer feeds the pipeline. Each record is a WebhookEvent in the Confluent wire format,
- * encoded with the schema registered under `<topic>-value`, sent together with its
- * `received` transition with acks=all.
+ * encoded with the schema registered under `<topic>-value`, sent with acks=all. The record is the
+ * event's `received` state: nothing else needs writing.
  *
  *   npx tsx examples/produce-direct.ts --tenant demo --ingester ing_... [--count 1000]
  *
@@ -28,17 +28,13 @@ async function main(): Promise<void> {
   if (!brokers || !registryUrl) throw new Error('set KAFKA_BROKERS and SCHEMA_REGISTRY_URL, or run next to `npm start`');
   const topics = topicNames(config.topicPrefix);
   const registry = new SchemaRegistry({ host: registryUrl });
-  const [eventSchema, transitionSchema] = await Promise.all([
-    registry.getLatestSchemaId(`${topics.received}-value`),
-    registry.getLatestSchemaId(`${topics.transitions}-value`),
-  ]);
+  const eventSchema = await registry.getLatestSchemaId(`${topics.received}-value`);
   const producer = new Kafka({ clientId: 'produce-direct', brokers, logLevel: logLevel.WARN }).producer();
   await producer.connect();
   const count = Number(values.count);
   const eventIds: string[] = [];
   for (let start = 0; start < count; start += 500) {
     const events = [];
-    const transitions = [];
     for (let i = start; i < Math.min(count, start + 500); i++) {
       const now = Date.now();
       const event = {
@@ -58,10 +54,8 @@ async function main(): Promise<void> {
       eventIds.push(event.event_id);
       const key = `${event.tenant_id}/${event.ingester_id}`;
       events.push({ key, value: await registry.encode(eventSchema, event) });
-      const received = { event_id: event.event_id, tenant_id: event.tenant_id, ingester_id: event.ingester_id, state: 'received', at: now, correlation_id: event.correlation_id, reason: null, delivery_id: null, destination_id: null };
-      transitions.push({ key: `${event.tenant_id}/${event.event_id}`, value: await registry.encode(transitionSchema, received) });
     }
-    await producer.sendBatch({ acks: -1, topicMessages: [{ topic: topics.received, messages: events }, { topic: topics.transitions, messages: transitions }] });
+    await producer.sendBatch({ acks: -1, topicMessages: [{ topic: topics.received, messages: events }] });
   }
   await producer.disconnect();
   process.stdout.write(`${JSON.stringify({ produced: count, first_event_id: eventIds[0], last_event_id: eventIds[eventIds.length - 1] })}\n`);

@@ -1,9 +1,22 @@
+import { isUtf8 } from 'node:buffer';
 import { createHash } from 'node:crypto';
 import type { DeliveryOutcome, EvidenceBatch, EventTransition, WebhookEvent } from '../../platform/avro/records';
 
-/** ClickHouse DateTime64(3) text, UTC. */
+let cachedSecond = Number.NaN;
+let cachedPrefix = '';
+
+/**
+ * ClickHouse DateTime64(3) text, UTC ("2026-11-23 14:05:09.123"). Rows of one batch mostly share
+ * their second, so its text is kept and only the milliseconds are formatted again.
+ */
 export function chTime(ms: number): string {
-  return new Date(ms).toISOString().replace('T', ' ').replace('Z', '');
+  const second = Math.floor(ms / 1000);
+  if (second !== cachedSecond) {
+    cachedPrefix = new Date(second * 1000).toISOString().slice(0, 19).replace('T', ' ');
+    cachedSecond = second;
+  }
+  const millis = ms - second * 1000;
+  return `${cachedPrefix}.${millis < 10 ? '00' : millis < 100 ? '0' : ''}${millis}`;
 }
 
 export function eventRow(e: WebhookEvent) {
@@ -34,6 +47,11 @@ export function transitionRow(t: EventTransition) {
     delivery_id: t.delivery_id ?? '',
     destination_id: t.destination_id ?? '',
   };
+}
+
+/** The `received` transition of an event: Kafka acknowledged it at `received_at`. */
+export function receivedRow(e: WebhookEvent) {
+  return transitionRow({ event_id: e.event_id, tenant_id: e.tenant_id, ingester_id: e.ingester_id, correlation_id: e.correlation_id, state: 'received', at: e.received_at, reason: null, delivery_id: null, destination_id: null });
 }
 
 export function deliveryRow(o: DeliveryOutcome) {
@@ -77,15 +95,6 @@ export function evidenceRows(b: EvidenceBatch) {
     nodes: b.nodes.map((n) => ({ level: n.level, idx: n.index, hash_hex: n.hash.toString('hex') })),
     checkpoint: { tree_size: b.tree_size, first_index: b.first_index, root_hash: b.root_hash.toString('hex'), checkpoint: b.checkpoint, sealed_at: sealedAt },
   };
-}
-
-function isUtf8(buf: Buffer): boolean {
-  try {
-    new TextDecoder('utf-8', { fatal: true }).decode(buf);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 export function logRow(l: import('../../platform/avro/records').LogEntry) {

@@ -6,7 +6,7 @@ import { produceOutputs, type RunnerDeps, type RunningStage } from '../runner/ru
 import type { AnyOutput } from '../runner/stage';
 import { stageConsumer } from '../runner/stage-consumer';
 import { transition } from '../transitions';
-import { deliveryRow, eventRow, evidenceRows, logRow, transitionRow } from './rows';
+import { deliveryRow, eventRow, evidenceRows, logRow, receivedRow, transitionRow } from './rows';
 
 /**
  * The tables the sink fills, in the order a flush inserts them: a checkpoint row goes in only
@@ -112,9 +112,14 @@ export async function runSink(topics: Topics, writer: RowWriter, deps: RunnerDep
       if (message.value === null) continue;
       const value = await deps.codec.decode(input.record, message.value);
       switch (input.table) {
-        case 'events':
-          rows.push(eventRow(value as WebhookEvent));
+        case 'events': {
+          const event = value as WebhookEvent;
+          rows.push(eventRow(event));
+          // the event record is the record of its `received` state
+          rowsOf('event_transitions').push(receivedRow(event));
+          buffer.count++;
           break;
+        }
         case 'event_transitions':
           rows.push(transitionRow(value as EventTransition));
           break;
@@ -143,8 +148,11 @@ export async function runSink(topics: Topics, writer: RowWriter, deps: RunnerDep
     const last = batch.lastOffset();
     resolveOffset(last);
     buffer.offsets.set(`${batch.topic}:${batch.partition}`, { topic: batch.topic, partition: batch.partition, offset: (BigInt(last) + 1n).toString() });
-    if (buffer.count >= options.batchRows) await flush();
-    else timer ??= setTimeout(() => void flush().catch((err: unknown) => log.error('sink flush failed', { error: errorMessage(err) })), options.flushMs);
+    if (buffer.count >= options.batchRows) {
+      // one insert at a time, while the next rows gather: reading and decoding go on during it
+      if (flushing) await flushing.catch(() => undefined);
+      flush().catch((err: unknown) => log.error('sink flush failed', { error: errorMessage(err) }));
+    } else timer ??= setTimeout(() => void flush().catch((err: unknown) => log.error('sink flush failed', { error: errorMessage(err) })), options.flushMs);
     await heartbeat();
   };
 
