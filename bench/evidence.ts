@@ -14,6 +14,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Kafka } from 'kafkajs';
+import { loadConfig } from '../core/config';
 import { Logger } from '../core/log';
 import { newId } from '../core/ids';
 import { CompactRange, consistencyProofNodes, inclusionProofNodes, verifyConsistency, verifyInclusion } from '../core/merkle';
@@ -30,6 +31,7 @@ import { createKafka, ensureTopics } from '../platform/kafka/client';
 import { evidenceIntakeStage } from '../pipeline/evidence/intake';
 import { runEvidenceSequencer } from '../pipeline/evidence/sequencer';
 import { runStage, type RunnerDeps } from '../pipeline/runner/run-stage';
+import { BatchingProducer } from '../platform/kafka/batching-producer';
 import { INSERT_COLUMNS, runSink } from '../pipeline/sink/stage';
 import { topology } from '../service/topology';
 
@@ -102,6 +104,8 @@ async function passThrough(kafka: Kafka, from: string, to: string, count: number
 async function main() {
   const dir = mkdtempSync(path.join(tmpdir(), 'hookline-bench-evidence-'));
   const log = new Logger('error');
+  // the sink waits as long as the service's settings say (SINK_FLUSH_MS, SINK_BATCH_ROWS)
+  const config = loadConfig(process.env);
   const results: Record<string, unknown> = { leaves_at_proof_time: LEAVES, seal_outcomes: SEAL_OUTCOMES, steady_rate_per_s: RATE };
   const kafkaServer = await startLocalKafka(path.join(dir, 'kafka'), { heap: '1g' });
   const kafka = createKafka(kafkaServer.brokers, 'bench-evidence');
@@ -123,7 +127,7 @@ async function main() {
     await produceAll(kafka, codec, topics.deliveryCompleted, outcomes);
     const producer = kafka.producer();
     await producer.connect();
-    const deps: RunnerDeps = { kafka, producer, codec, log, groupPrefix: 'bench.' };
+    const deps: RunnerDeps = { kafka, producer, outputs: new BatchingProducer(producer), codec, log, groupPrefix: 'bench.' };
     const signer = parseSignerKey(generateSignerKey('bench.example/evidence'));
     const t0 = performance.now();
     const intake = await runStage(evidenceIntakeStage(topics), deps);
@@ -135,7 +139,7 @@ async function main() {
 
     // 2. delivery -> confirmed (acked after the ClickHouse insert) at a steady rate
     await migrate(clickhouse, 'bench_live');
-    const sink = await runSink(topics, { insert: async (table, rows) => { await clickhouse.insert({ table: `bench_live.${table}`, values: rows, format: 'JSONEachRow', columns: INSERT_COLUMNS[table] as [string, ...string[]] | undefined }); } }, deps, { batchRows: 5_000, flushMs: 250 });
+    const sink = await runSink(topics, { insert: async (table, rows) => { await clickhouse.insert({ table: `bench_live.${table}`, values: rows, format: 'JSONEachRow', columns: INSERT_COLUMNS[table] as [string, ...string[]] | undefined }); } }, deps, { batchRows: config.sinkBatchRows, flushMs: config.sinkFlushMs });
     const sentAt = new Map<string, number>();
     const latencies: number[] = [];
     const watcher = kafka.consumer({ groupId: `bench-watch-${randomBytes(4).toString('hex')}`, maxWaitTimeInMs: 20 });

@@ -7,49 +7,17 @@
  *
  * Environment: FILL_DATA_DIR, FILL_DATABASE, FILL_ROWS, FILL_BATCH_ROWS, FILL_TENANT (the
  * tenant queried), FILL_TENANTS (rows spread round-robin over this many tenants), FILL_SAMPLES
- * (reads per round) and FILL_ROUNDS (a p99 per round).
+ * (reads per round), FILL_ROUNDS (a p99 per round) and FILL_END (epoch ms the attempts end at;
+ * default now).
  */
-import { createHash } from 'node:crypto';
 import type { ClickHouseClient } from '@clickhouse/client';
-import { ulid } from '../core/ids';
 import { openClickHouse } from '../platform/clickhouse/client';
 import { migrate } from '../platform/clickhouse/migrate';
-import type { DeliveryOutcome } from '../platform/avro/records';
 import { deliveryRow } from '../pipeline/sink/rows';
 import { INSERT_COLUMNS } from '../pipeline/sink/stage';
 import { listDeliveriesSql } from './lib/queries';
+import { outcomeGenerator } from './lib/synthetic';
 import { quantile, round, sleep, summary } from './lib/stats';
-
-const DAY_MS = 86_400_000;
-
-function idFrom(prefix: string, time: number, n: number, salt: number): string {
-  const b = Buffer.alloc(10);
-  b.writeUInt32BE(salt, 0);
-  b.writeUIntBE(n, 4, 6);
-  return `${prefix}_${ulid(time, b)}`;
-}
-
-/** Attempt `i` of `rows`: 5% failed, 5% retrying, the rest delivered, spread over 90 days. */
-function syntheticOutcome(i: number, rows: number, tenants: string[], destinations: string[], hashes: string[], end: number): DeliveryOutcome {
-  const at = end - Math.floor(((rows - i) / rows) * 90 * DAY_MS);
-  const kind = i % 20;
-  const status = kind === 0 ? 'failed' : kind === 1 ? 'retrying' : 'delivered';
-  return {
-    delivery_id: idFrom('dlv', at, i, 0x5eed),
-    event_id: idFrom('evt', at, i, 0xe0e0),
-    tenant_id: tenants[i % tenants.length]!,
-    destination_id: destinations[i % destinations.length]!,
-    correlation_id: `cor_${i % 997}`,
-    attempt_number: 1 + (i % 3),
-    status,
-    response_code: status === 'delivered' ? 200 : 500,
-    attempted_at: at,
-    duration_ms: 5 + (i % 200),
-    error_message: status === 'delivered' ? null : 'status 500',
-    body_sha256: hashes[i % hashes.length]!,
-    next_attempt_at: status === 'retrying' ? at + 300_000 : null,
-  };
-}
 
 async function count(client: ClickHouseClient, query: string): Promise<number> {
   const rs = await client.query({ query, format: 'JSONEachRow' });
@@ -66,9 +34,8 @@ async function main(): Promise<void> {
   const samples = Number(process.env.FILL_SAMPLES ?? 100);
   const rounds = Math.max(1, Number(process.env.FILL_ROUNDS ?? 1));
   const tenants = [tenant, ...Array.from({ length: tenantCount - 1 }, (_, k) => `tenant-${k + 1}`)];
-  const destinations = Array.from({ length: 50 }, (_, k) => idFrom('dst', 1_700_000_000_000, k, 0xd0d0));
-  const hashes = Array.from({ length: 1024 }, (_, k) => createHash('sha256').update(String(k)).digest('hex'));
-  const end = Date.now();
+  // FILL_END: the time the attempts end at, so that another process can make the same rows
+  const outcome = outcomeGenerator(rows, tenants, Number(process.env.FILL_END ?? Date.now()));
 
   const client = openClickHouse({ url: undefined, user: 'default', password: '', dataDir });
   try {
@@ -79,7 +46,7 @@ async function main(): Promise<void> {
     let insertMs = 0;
     for (let from = 0; from < rows; from += batchRows) {
       const values = [];
-      for (let i = from; i < Math.min(rows, from + batchRows); i++) values.push(deliveryRow(syntheticOutcome(i, rows, tenants, destinations, hashes, end)));
+      for (let i = from; i < Math.min(rows, from + batchRows); i++) values.push(deliveryRow(outcome(i)));
       const t = performance.now();
       await client.insert({ table, values, format: 'JSONEachRow', columns });
       insertMs += performance.now() - t;
@@ -103,7 +70,7 @@ async function main(): Promise<void> {
     const point: number[] = [];
     const list: number[] = [];
     const listRounds: number[] = [];
-    const probe = (i: number) => syntheticOutcome(i, rows, tenants, destinations, hashes, end);
+    const probe = outcome;
     for (let k = 0; k < Math.min(5, samples); k++) {
       await (await client.query({ ...listDeliveriesSql(database, tenant, 'failed', 101), format: 'JSONEachRow' })).json();
     }

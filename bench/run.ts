@@ -11,6 +11,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import os from 'node:os';
 import path from 'node:path';
 import type { Admin, Kafka, Producer } from 'kafkajs';
+import { loadConfig } from '../core/config';
 import { newId } from '../core/ids';
 import { topicNames } from '../core/topics';
 import { startLocalKafka, type LocalKafka } from '../infra/kafka/local-kafka';
@@ -19,12 +20,14 @@ import { startSchemaRegistry, type SchemaRegistryServer } from '../infra/registr
 import { AvroCodec } from '../platform/avro/codec';
 import type { DeliveryTask } from '../platform/avro/records';
 import { BatchingProducer } from '../platform/kafka/batching-producer';
+import { topology } from '../service/topology';
 import { createKafka, ensureTopics } from '../platform/kafka/client';
 import { closedLoop, epochMs, paced, pool, post, taggedBody } from './lib/load';
 import { cpuBetween, cpuSnapshot, killAllChildren, REPO_ROOT, rssBytes, spawnScript, tail, type Child } from './lib/procs';
-import { markdown, met, type Entry, type Results } from './lib/report';
+import { chart, markdown, met, type Entry, type Results } from './lib/report';
 import { api, createFlows, ReceiverClient, startInstance, type Flow, type Infra, type ServiceInstance } from './lib/service';
 import { median, overReps, quantile, round, sleep, slope, summary } from './lib/stats';
+import { outcomeGenerator } from './lib/synthetic';
 
 // ---------------------------------------------------------------------------------------------
 // settings
@@ -46,11 +49,13 @@ const S = {
   e2eWindow: Math.max(1, int('E2E_WINDOW', 2_000, 2_000)),
   flows: Math.max(1, int('E2E_FLOWS', 3, 3)),
   passMessages: Math.max(100, int('PASS_MESSAGES', 30_000, 5_000)),
+  brokerWarmup: int('BROKER_WARMUP_MESSAGES', 100_000, 30_000),
   deliveryTasks: Math.max(100, int('DELIVERY_TASKS', 10_000, 3_000)),
   latencyS: Math.max(1, int('LATENCY_SECONDS', 30, 5)),
   soakS: Math.max(3, int('SOAK_SECONDS', 300, 20)),
   soakWarmupS: int('SOAK_WARMUP_SECONDS', 15, 3),
   soakFraction: int('SOAK_RATE_PERCENT', 50, 50) / 100,
+  sinkRows: Math.max(1_000, int('SINK_BENCH_ROWS', 300_000, 60_000)),
   queryRows: Math.max(1_000, int('QUERY_ROWS', 10_000_000, 100_000)),
   queryBatchRows: Math.max(1_000, int('QUERY_BATCH_ROWS', 200_000, 50_000)),
   queryTenants: Math.max(1, int('QUERY_TENANTS', 1, 1)),
@@ -61,7 +66,7 @@ const S = {
   timeoutMin: int('BENCH_TIMEOUT_MINUTES', 60, 20),
   logLevel: process.env.BENCH_LOG_LEVEL ?? 'info',
 };
-const ALL_SCENARIOS = ['ingest', 'delivery', 'end_to_end', 'memory', 'query', 'evidence'] as const;
+const ALL_SCENARIOS = ['ingest', 'delivery', 'end_to_end', 'memory', 'sink', 'query', 'evidence'] as const;
 type Scenario = (typeof ALL_SCENARIOS)[number];
 const SELECTED = new Set<string>((process.env.BENCH_SCENARIOS ?? ALL_SCENARIOS.join(',')).split(',').map((s) => s.trim()).filter(Boolean));
 for (const s of SELECTED) if (!(ALL_SCENARIOS as readonly string[]).includes(s)) throw new Error(`BENCH_SCENARIOS: unknown scenario ${s}; known: ${ALL_SCENARIOS.join(', ')}`);
@@ -87,6 +92,16 @@ function entry(e: Omit<Entry, 'met'>): Entry {
   entries.push(full);
   say(`${e.name}: ${e.value} ${e.unit} (baseline ${e.baseline.value} ${e.baseline.unit}), ratio ${e.ratio}, target ${e.better === 'higher' ? '>=' : '<='} ${e.target}: ${full.met ? 'met' : 'NOT met'}`);
   return full;
+}
+
+/**
+ * A throughput scenario: the median of `values` against the median of `baseline.values`,
+ * measured alternately in the same run; ratio = value / baseline, target 0.5.
+ */
+function rateEntry(e: { name: string; metric: string; unit: string; values: number[]; baseline: { name: string; values: number[]; unit: string }; notes: string; details: Record<string, unknown> }): Entry {
+  const v = overReps(e.values, 0);
+  const b = overReps(e.baseline.values, 0);
+  return entry({ name: e.name, metric: e.metric, unit: e.unit, ...v, repetitions: e.values.length, baseline: { name: e.baseline.name, ...b, unit: e.baseline.unit }, ratio: round(v.value / b.value), target: 0.5, better: 'higher', notes: e.notes, details: e.details });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -211,6 +226,22 @@ async function passThroughRep(ctx: Ctx, from: string, to: string, count: number)
   }
 }
 
+/**
+ * A fresh broker spends its first minute or so compiling its hot paths (the JVM's JIT threads
+ * are part of the broker's CPU), which would be charged to whichever scenario runs first and to
+ * the Kafka side only, as the HTTP baselines never touch the broker. So the broker first moves
+ * BROKER_WARMUP_MESSAGES records through a raw pass-through, as a long-running broker would have.
+ */
+async function warmBroker(ctx: Ctx): Promise<void> {
+  if (S.brokerWarmup <= 0) return;
+  const from = 'bench.warmup.in';
+  const to = 'bench.warmup.out';
+  await ensureTopics(ctx.kafka, [from, to].map((topic) => ({ topic, partitions: PARTITIONS })), 1);
+  await produceFiller(ctx.producer, from, S.brokerWarmup, 1_300);
+  const r = await passThroughRep(ctx, from, to, S.brokerWarmup);
+  say(`broker warmed up: ${S.brokerWarmup} records produced and passed through (${Math.round(r.perS)}/s)`);
+}
+
 async function scenarioIngestAndDelivery(ctx: Ctx): Promise<void> {
   const bare = spawnScript('bare server', 'bench/bare-server.ts', [], process.env, path.join(ctx.root, 'bare-server.log'));
   const [, bareUrl] = await bare.waitForOutput(/bare server listening (\S+)/, 60_000);
@@ -218,25 +249,9 @@ async function scenarioIngestAndDelivery(ctx: Ctx): Promise<void> {
   const svc = await startInstance({ name: 'svc-ingest', root: ctx.root, prefix: 'bench1.', stages: 'api,deliver', infra: ctx.infra, logLevel: S.logLevel });
   try {
     const [flow] = await createFlows(svc, ctx.rec.hookUrl, 1, PARTITIONS);
-    if (wants('ingest')) {
-      const t = performance.now();
-      try {
-        await ingest(ctx, svc, flow!, bareUrl!);
-      } catch (err) {
-        fail('ingest', err);
-      }
-      durations.ingest = (performance.now() - t) / 1000;
-    }
+    if (wants('ingest')) await timed('ingest', () => ingest(ctx, svc, flow!, bareUrl!));
     await bare.stop(5_000);
-    if (wants('delivery')) {
-      const t = performance.now();
-      try {
-        await delivery(ctx, svc, flow!);
-      } catch (err) {
-        fail('delivery', err);
-      }
-      durations.delivery = (performance.now() - t) / 1000;
-    }
+    if (wants('delivery')) await timed('delivery', () => delivery(ctx, svc, flow!));
   } finally {
     await svc.proc.stop();
     await bare.stop(5_000);
@@ -268,19 +283,13 @@ async function ingest(ctx: Ctx, svc: ServiceInstance, flow: Flow, bareUrl: strin
   } finally {
     await Promise.all([svcPool.close(), barePool.close()]);
   }
-  const v = overReps(svcRates, 0);
-  const b = overReps(bareRates, 0);
-  entry({
+  rateEntry({
     name: 'ingest',
     metric: 'accepted webhooks per second at the Hook URL',
     unit: 'req/s',
-    ...v,
-    repetitions: S.reps,
-    baseline: { name: 'bare node:http 202', ...b, unit: 'req/s' },
-    ratio: round(v.value / b.value),
-    target: 0.5,
-    better: 'higher',
-    notes: `POST /v1/hooks/{ingester_id} with a 1 KB JSON body, ${S.concurrency} keep-alive connections without pipelining (undici Pool), closed loop, ${S.warmupS} s warm-up then ${S.seconds} s counted per repetition; 202 only after Kafka acknowledged the event and its received transition (acks=all). The service process runs STAGES=api,deliver (nothing downstream consumes, so the figure is the Hook URL itself). Baseline: a bare node:http server in its own process that reads the body and answers 202 with a small JSON document, same load generator, alternating repetitions. ratio = value / baseline. CPU per accepted webhook (us, median): ${partsText(medianParts(cpuParts))}.`,
+    values: svcRates,
+    baseline: { name: 'bare node:http 202', values: bareRates, unit: 'req/s' },
+    notes: `POST /v1/hooks/{ingester_id} with a 1 KB JSON body, ${S.concurrency} keep-alive connections without pipelining (undici Pool), closed loop, ${S.warmupS} s warm-up then ${S.seconds} s counted per repetition; 202 only after Kafka acknowledged the event (acks=all). The service process runs STAGES=api,deliver (nothing downstream consumes, so the figure is the Hook URL itself). Baseline: a bare node:http server in its own process that reads the body and answers 202 with a small JSON document, same load generator, alternating repetitions. ratio = value / baseline. CPU per accepted webhook (us, median): ${partsText(medianParts(cpuParts))}.`,
     details: { per_rep: { service: svcRates.map((x) => Math.round(x)), bare: bareRates.map((x) => Math.round(x)) }, errors, cpu_us_per_request_median: medianParts(cpuParts) },
   });
 }
@@ -341,18 +350,12 @@ async function delivery(ctx: Ctx, svc: ServiceInstance, flow: Flow): Promise<voi
   } finally {
     await receiverPool.close();
   }
-  const v = overReps(stageRates, 0);
-  const b = overReps(rawRates, 0);
-  entry({
+  rateEntry({
     name: 'delivery',
     metric: 'deliveries per second from the deliver stage to a local receiver',
     unit: 'deliveries/s',
-    ...v,
-    repetitions: S.reps,
-    baseline: { name: 'raw undici POST', ...b, unit: 'req/s' },
-    ratio: round(v.value / b.value),
-    target: 0.5,
-    better: 'higher',
+    values: stageRates,
+    baseline: { name: 'raw undici POST', values: rawRates, unit: 'req/s' },
     notes: `Isolated: ${n} DeliveryTask records (1 KB JSON body, one destination) produced onto deliveries.requested while the service runs STAGES=api,deliver; counted at the receiver process from the moment the backlog is fully produced up to the 95th-percentile arrival. The stage's concurrency is DELIVERY_PER_DESTINATION (32) for the one destination; each delivery is signed (Standard Webhooks), sent through the SSRF-guarded agent, and its outcome and delivered transition are produced (acks=all) before its offset may be committed. Baseline: 1 KB POSTs from an undici Pool with ${S.concurrency} connections (no pipelining, closed loop) to the same receiver, ${S.warmupS} s warm-up then ${S.seconds} s counted. ratio = value / baseline. CPU per delivery (us, median): ${partsText(medianParts(cpuParts))}.${overlapNote}`,
     details: { per_rep: { deliver_stage: stageRates.map((x) => Math.round(x)), raw_undici: rawRates.map((x) => Math.round(x)) }, cpu_us_per_delivery_median: medianParts(cpuParts) },
   });
@@ -385,24 +388,8 @@ async function scenarioEndToEnd(ctx: Ctx): Promise<void> {
       }
       if ((await ctx.rec.waitFor(paths.length, 120_000)) < paths.length) throw new Error(`warm-up events were not delivered; see ${svc.proc.logFile}`);
 
-      if (wants('end_to_end')) {
-        const t = performance.now();
-        try {
-          await endToEnd(ctx, svc, hookPool, paths, groupPrefix);
-        } catch (err) {
-          fail('end_to_end', err);
-        }
-        durations.end_to_end = (performance.now() - t) / 1000;
-      }
-      if (wants('memory')) {
-        const t2 = performance.now();
-        try {
-          await memory(ctx, svcPid, hookPool, paths, groupPrefix);
-        } catch (err) {
-          fail('memory', err);
-        }
-        durations.memory = (performance.now() - t2) / 1000;
-      }
+      if (wants('end_to_end')) await timed('end_to_end', () => endToEnd(ctx, svc, hookPool, paths, groupPrefix));
+      if (wants('memory')) await timed('memory', () => memory(ctx, svcPid, hookPool, paths, groupPrefix));
     } finally {
       await hookPool.close();
     }
@@ -630,6 +617,95 @@ async function memory(ctx: Ctx, pid: number, hookPool: ReturnType<typeof pool>, 
   });
 }
 
+/**
+ * The sink: delivery attempts waiting on deliveries.completed, written into the embedded
+ * ClickHouse by a service that runs the sink alone (STAGES=api,sink), against the same rows
+ * inserted by the bare @clickhouse/client in the sink's batch size, in a process of its own.
+ */
+async function scenarioSink(ctx: Ctx): Promise<void> {
+  const n = S.sinkRows;
+  // the sink's insert size, as the service reads it (SINK_BATCH_ROWS)
+  const batch = loadConfig(process.env).sinkBatchRows;
+  const sinkRates: number[] = [];
+  const rawRates: number[] = [];
+  const cpuParts: Record<string, number>[] = [];
+  for (let rep = 0; rep < S.reps; rep++) {
+    const end = Date.now();
+    const outcome = outcomeGenerator(n, ['demo'], end);
+    // the baseline: the same rows, the bare client, the sink's batch size
+    const rawDir = path.join(ctx.root, `sink-raw-${rep}`);
+    mkdirSync(rawDir, { recursive: true });
+    const fill = spawnScript('clickhouse insert baseline', 'bench/fill-clickhouse.ts', [], { ...process.env, FILL_DATA_DIR: rawDir, FILL_DATABASE: 'hookline', FILL_ROWS: String(n), FILL_BATCH_ROWS: String(batch), FILL_TENANT: 'demo', FILL_TENANTS: '1', FILL_SAMPLES: '5', FILL_ROUNDS: '1', FILL_END: String(end) }, path.join(ctx.root, `sink-raw-${rep}.log`));
+    const exit = await fill.exited;
+    await fill.stop(1_000);
+    if (exit.code !== 0) throw new Error(`the insert baseline failed (${exit.code ?? exit.signal}): ${tail(fill.logFile, 2000)}`);
+    const m = /fill result (\{.*\})/.exec(readFileSync(fill.logFile, 'utf8'));
+    if (!m) throw new Error('the insert baseline printed no result');
+    rawRates.push((JSON.parse(m[1]!) as { insert_rows_per_s: number }).insert_rows_per_s);
+    rmSync(rawDir, { recursive: true, force: true });
+
+    // the sink: the topics made and the backlog produced before the service starts
+    const prefix = `bench5${rep}.`;
+    const topics = topicNames(prefix);
+    const { specs, records } = topology(topics, PARTITIONS);
+    await ensureTopics(ctx.kafka, specs, 1);
+    const codec = AvroCodec.connect(ctx.infra.registryUrl);
+    await codec.register(records);
+    for (let from = 0; from < n; from += 1_000) {
+      const values = await Promise.all(Array.from({ length: Math.min(1_000, n - from) }, (_, k) => outcome(from + k)).map(async (o) => ({ key: o.destination_id, value: await codec.encode(topics.deliveryCompleted, 'DeliveryOutcome', o) })));
+      await ctx.producer.sendBatch({ acks: -1, topicMessages: [{ topic: topics.deliveryCompleted, messages: values }] });
+    }
+    // committed offsets of the sink's group, sampled from before the service starts: a commit
+    // follows each insert, so the rate is taken from the first commit to the last
+    const groupId = `${prefix}hookline.sink`;
+    const samples: { at: number; committed: number }[] = [];
+    let sampling = true;
+    let cpuFirst: ReturnType<typeof cpuSnapshot> | undefined;
+    let cpuLast: ReturnType<typeof cpuSnapshot> | undefined;
+    let svcPid = 0;
+    const sampler = (async () => {
+      while (sampling) {
+        const offsets = await ctx.admin.fetchOffsets({ groupId, topics: [topics.deliveryCompleted] }).catch(() => []);
+        const committed = offsets.flatMap((t) => t.partitions).reduce((sum, p) => sum + Math.max(0, Number(p.offset)), 0);
+        const at = performance.now();
+        if (committed > 0 && samples.length === 0 && svcPid) cpuFirst = cpuSnapshot(groupsOf(ctx, { service: svcPid }));
+        if (committed > 0) samples.push({ at, committed });
+        if (committed >= n && svcPid) {
+          cpuLast = cpuSnapshot(groupsOf(ctx, { service: svcPid }));
+          return;
+        }
+        await sleep(50);
+      }
+    })();
+    const svc = await startInstance({ name: `svc-sink-${rep}`, root: ctx.root, prefix, stages: 'api,sink', infra: ctx.infra, logLevel: S.logLevel });
+    svcPid = svc.proc.pid;
+    try {
+      const deadline = Date.now() + 300_000;
+      while (!cpuLast && Date.now() < deadline) await sleep(100);
+      sampling = false;
+      await sampler;
+      const first = samples[0];
+      const last = samples[samples.length - 1];
+      if (!first || !last || last.committed < n) throw new Error(`the sink stored ${last?.committed ?? 0} of ${n} rows within 300 s; see ${svc.proc.logFile}`);
+      if (last.committed - first.committed < 0.5 * n) throw new Error(`the sink's first commit already covered ${first.committed} of ${n} rows: raise SINK_BENCH_ROWS`);
+      sinkRates.push(((last.committed - first.committed) / (last.at - first.at)) * 1000);
+      if (cpuFirst && cpuLast) cpuParts.push(perItem(cpuBetween(cpuFirst, cpuLast), last.committed - first.committed));
+    } finally {
+      await svc.proc.stop();
+    }
+    say(`sink rep ${rep + 1}/${S.reps}: sink ${Math.round(sinkRates[rep]!)} rows/s, bare @clickhouse/client ${Math.round(rawRates[rep]!)} rows/s`);
+  }
+  rateEntry({
+    name: 'sink',
+    metric: 'delivery attempts per second from deliveries.completed into ClickHouse',
+    unit: 'rows/s',
+    values: sinkRates,
+    baseline: { name: '@clickhouse/client inserts of the same rows', values: rawRates, unit: 'rows/s' },
+    notes: `${n.toLocaleString('en-US')} DeliveryOutcome records (synthetic attempts, the query scenario's shape) produced onto deliveries.completed before a service running STAGES=api,sink starts; the sink reads them (Avro), builds the rows and inserts them into the embedded engine (SINK_BATCH_ROWS ${batch}, JSONEachRow), committing offsets after each insert; rows/s from its first commit to its last (committed offsets sampled every 50 ms). Baseline: the same rows (the same generator and end time) inserted by the bare @clickhouse/client in batches of ${batch} into a fresh embedded engine in a process of its own, insert time only. Alternating, a fresh topic prefix and data dir each repetition. CPU per row over the sink's window (us, median): ${partsText(medianParts(cpuParts))}. Target (this suite's own): ratio = value / baseline >= 0.5.`,
+    details: { per_rep: { sink: sinkRates.map((x) => Math.round(x)), bare_insert: rawRates.map((x) => Math.round(x)) }, cpu_us_per_row_median: medianParts(cpuParts) },
+  });
+}
+
 async function scenarioQuery(ctx: Ctx): Promise<void> {
   const name = 'svc-query';
   const dataDir = path.join(ctx.root, name);
@@ -737,6 +813,17 @@ function fail(scenario: string, err: unknown): void {
   say(`scenario ${scenario} FAILED: ${error.split('\n').slice(0, 3).join(' | ')}`);
 }
 
+/** Runs one scenario, records how long it took, and records its failure instead of throwing. */
+async function timed(scenario: string, run: () => Promise<void>): Promise<void> {
+  const t = performance.now();
+  try {
+    await run();
+  } catch (err) {
+    fail(scenario, err);
+  }
+  durations[scenario] = (performance.now() - t) / 1000;
+}
+
 function gitInfo(): { commit: string; dirty: boolean } {
   try {
     const commit = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: REPO_ROOT, encoding: 'utf8' }).trim();
@@ -757,7 +844,7 @@ async function main(): Promise<number> {
   let ctx: Ctx | undefined;
   let ok = false;
   try {
-    const needsInfra = ['ingest', 'delivery', 'end_to_end', 'memory', 'query'].some((s) => wants(s as Scenario));
+    const needsInfra = ['ingest', 'delivery', 'end_to_end', 'memory', 'sink', 'query'].some((s) => wants(s as Scenario));
     if (needsInfra) {
       const t = performance.now();
       [kafkaServer, redis] = await Promise.all([startLocalKafka(path.join(root, 'kafka')), startLocalRedis(path.join(root, 'redis'))]);
@@ -772,6 +859,9 @@ async function main(): Promise<number> {
       ctx = { root, infra: { brokers: kafkaServer.brokers, redisUrl: redis.url, registryUrl: registry.url }, kafka, admin, producer, registry, receiver, rec: new ReceiverClient(receiverBase!) };
       durations.infrastructure = (performance.now() - t) / 1000;
       say(`Kafka ${kafkaServer.brokers.join(',')}, Redis ${redis.url}, registry ${registry.url}, receiver ${receiverBase}`);
+      const w = performance.now();
+      await warmBroker(ctx);
+      durations.broker_warmup = (performance.now() - w) / 1000;
     }
     if (ctx && (wants('ingest') || wants('delivery'))) {
       try {
@@ -788,15 +878,9 @@ async function main(): Promise<number> {
         fail('end_to_end', err);
       }
     }
-    if (ctx && wants('query')) {
-      const t = performance.now();
-      try {
-        await scenarioQuery(ctx);
-      } catch (err) {
-        fail('query', err);
-      }
-      durations.query = (performance.now() - t) / 1000;
-    }
+    const infra = ctx;
+    if (infra && wants('sink')) await timed('sink', () => scenarioSink(infra));
+    if (infra && wants('query')) await timed('query', () => scenarioQuery(infra));
     if (ctx) {
       await ctx.rec.close().catch(() => undefined);
       await ctx.receiver.stop(5_000);
@@ -808,15 +892,7 @@ async function main(): Promise<number> {
     await kafkaServer?.stop().catch(() => undefined);
     kafkaServer = undefined;
     redis = undefined;
-    if (wants('evidence')) {
-      const t = performance.now();
-      try {
-        await scenarioEvidence(root);
-      } catch (err) {
-        fail('evidence', err);
-      }
-      durations.evidence = (performance.now() - t) / 1000;
-    }
+    if (wants('evidence')) await timed('evidence', () => scenarioEvidence(root));
     ok = failures.length === 0;
   } finally {
     killAllChildren();
@@ -843,8 +919,9 @@ async function main(): Promise<number> {
     writeFileSync(path.join(dir, `${base}.json`), `${JSON.stringify(results, null, 2)}\n`);
     const md = markdown(results);
     writeFileSync(path.join(dir, `${base}.md`), md);
+    writeFileSync(path.join(dir, `${base}.svg`), chart(results));
     process.stdout.write(`\n${md}\n`);
-    say(`results: bench/results/${base}.json and ${base}.md`);
+    say(`results: bench/results/${base}.json, ${base}.md and ${base}.svg`);
     if (ok && process.env.BENCH_KEEP_DIR !== '1') rmSync(root, { recursive: true, force: true });
     else say(`work dir kept: ${root}`);
   }

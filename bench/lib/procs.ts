@@ -38,11 +38,17 @@ export function killAllChildren(): void {
 }
 process.once('exit', killAllChildren);
 
+/**
+ * The V8 flags `npm start` gives the service (package.json), given to every process of the run,
+ * so that the baselines run on the same runtime settings as the service.
+ */
+const NODE_FLAGS = (JSON.parse(readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start.split(/\s+/).filter((w) => w.startsWith('--max-semi-space-size'));
+
 export function spawnScript(name: string, script: string, args: string[], env: NodeJS.ProcessEnv, logFile: string): Child {
   const fd = openSync(logFile, 'a');
   // BENCH_PROFILE_DIR: service processes write a V8 CPU profile there when they exit
   const profile = process.env.BENCH_PROFILE_DIR && script === 'service/main.ts' ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : [];
-  const child = spawn(process.execPath, [...profile, '--import', 'tsx', script, ...args], { cwd: REPO_ROOT, env, stdio: ['ignore', fd, fd], detached: true });
+  const child = spawn(process.execPath, [...profile, ...NODE_FLAGS, '--import', 'tsx', script, ...args], { cwd: REPO_ROOT, env, stdio: ['ignore', fd, fd], detached: true });
   closeSync(fd);
   if (child.pid === undefined) throw new Error(`${name} did not start`);
   const pid = child.pid;
