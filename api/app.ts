@@ -9,7 +9,11 @@ import type { NameClaims } from './ports';
 import { problemHandler } from './problem';
 import { openApiDocument } from './openapi';
 import { idempotency } from './idempotency';
+import type { Keyring } from '../core/secrets/keyring';
+import type { ApiKey } from '../core/model';
+import type { Quotas } from '../core/quotas';
 import { rateLimit } from './rate-limit';
+import { templatesOfOpenApi } from './route-templates';
 import type { RateLimits } from '../core/rate-limits';
 import type { Redis } from 'ioredis';
 import { deliveriesRouter } from './routes/deliveries';
@@ -27,6 +31,8 @@ import { Operations, type OperationsDeps } from './mcp/checks';
 import { InProcessApi } from './mcp/probe';
 import { mcpHandler, toolCatalogue, type ListedTool } from './mcp/server';
 import { mcpRouter } from './routes/mcp';
+import { apiKeysRouter } from './routes/api-keys';
+import { KeyUsage } from '../platform/redis/key-usage';
 
 /** What the API needs once the service is up. */
 export interface ApiServices {
@@ -41,11 +47,21 @@ export interface ApiServices {
   /** Namespace of this deployment's keys in Redis. */
   redisPrefix: string;
   idempotencyTtlSeconds: number;
+  /** A process records a key's last use in Redis at most once per this many seconds. */
+  apiKeyLastUsedIntervalSeconds: number;
+  /** Seals the answers idempotency keeps in Redis (a create answer may carry a secret). */
+  keyring: Keyring;
   rateLimits: RateLimits;
+  /** Most objects of each kind a tenant may hold. */
+  quotas: Quotas;
   disabledWriteGroups: readonly string[];
   evidence: EvidenceStore;
   evidenceLog: EvidenceLogInfo;
   destinationHttpsOnly: boolean;
+  /** Distinct destinations the delivery flows of one ingester may name (MAX_FANOUT). */
+  maxFanout: number;
+  /** Why a destination URL is refused (SSRF policy, a loop to this service), or null. */
+  refusalOfDestination(url: string): Promise<string | null>;
   /** What the live checks of the evidence surface read (the API adds its own probe). */
   operations: Omit<OperationsDeps, 'probe'>;
 }
@@ -132,7 +148,17 @@ export function createApp(options: ApiOptions): Express {
     }
     return inProcess;
   };
+  // one recorder per process, shared by the tenant routes and the MCP endpoint
+  let usage: KeyUsage | undefined;
+  const usageOf = (s: ApiServices) => (usage ??= new KeyUsage(s.redis, s.redisPrefix, s.apiKeyLastUsedIntervalSeconds * 1000, options.log));
+  /** Records uses of stored keys only; a probe's short-lived in-memory key is no tenant's. */
+  const onUse = (s: ApiServices) => (key: ApiKey) => {
+    if (s.store.find('api_key', key.id) === key) usageOf(s).record(key.tenant_id, key.id);
+  };
   let tools: ListedTool[] | undefined;
+  // rate-limit buckets are keyed by the documented route a request matches, never its raw spelling
+  let routes: string[] | undefined;
+  const routesOf = () => (routes ??= templatesOfOpenApi(openApiDocument({ errorBase: options.errorBase() }).paths as Record<string, object>));
   const toolsOf = () => (tools ??= toolCatalogue((openApiDocument({ errorBase: options.errorBase() }) as { components: { schemas: Record<string, Record<string, unknown>> } }).components.schemas));
 
   app.get('/v1/openapi.json', (_req, res) => {
@@ -155,18 +181,19 @@ export function createApp(options: ApiOptions): Express {
         res.locals.disabledWriteGroups = disabled;
         next();
       });
-      tenant.use(authenticate(inProcessOf(s).lookup()));
+      tenant.use(authenticate(inProcessOf(s).lookup(), onUse(s)));
       tenant.use(requireTenant);
       // before idempotency, so a 429 is never stored as the answer to a key
-      tenant.use(rateLimit({ redis: s.redis, prefix: s.redisPrefix, limits: s.rateLimits, log: options.log }));
+      tenant.use(rateLimit({ redis: s.redis, prefix: s.redisPrefix, limits: s.rateLimits, routes: routesOf(), log: options.log }));
       tenant.use(jsonBody());
-      tenant.use(idempotency({ redis: s.redis, prefix: s.redisPrefix, ttlSeconds: s.idempotencyTtlSeconds, log: options.log }));
-      tenant.use('/destinations', destinationsRouter(s.store, s.claims, { httpsOnly: s.destinationHttpsOnly }));
-      tenant.use('/ingesters', ingestersRouter(s.store, s.publicBaseUrl));
+      tenant.use(idempotency({ redis: s.redis, prefix: s.redisPrefix, ttlSeconds: s.idempotencyTtlSeconds, keyring: s.keyring, log: options.log }));
+      tenant.use('/destinations', destinationsRouter(s.store, s.claims, { httpsOnly: s.destinationHttpsOnly, refusalOf: s.refusalOfDestination, quotas: s.quotas }));
+      tenant.use('/ingesters', ingestersRouter(s.store, s.publicBaseUrl, s.maxFanout, s.quotas));
       tenant.use('/deliveries', deliveriesRouter(s.clickhouse, s.clickhouseDatabase));
       tenant.use('/events', eventsRouter(s.clickhouse, s.clickhouseDatabase, s.store, s.replay));
-      tenant.use('/delivery-flows', flowsRouter(s.store));
-      tenant.use('/saved-payloads', savedPayloadsRouter(s.store));
+      tenant.use('/delivery-flows', flowsRouter(s.store, s.maxFanout, s.quotas));
+      tenant.use('/saved-payloads', savedPayloadsRouter(s.store, s.quotas));
+      tenant.use('/api-keys', apiKeysRouter(s.store, usageOf(s), s.quotas));
       tenant.use('/logs', logsRouter(s.clickhouse, s.clickhouseDatabase));
       tenant.use('/evidence', evidenceRouter(s.evidence, s.clickhouse, s.clickhouseDatabase));
       tenant.use('/evidence-log', evidenceLogRouter(s.evidence, s.evidenceLog));
@@ -181,8 +208,8 @@ export function createApp(options: ApiOptions): Express {
       const operations = new Operations({ ...s.operations, probe: api });
       const disabled = new Set<string>(s.disabledWriteGroups);
       const mcp = express.Router();
-      mcp.use(authenticate(api.lookup()));
-      mcp.use(rateLimit({ redis: s.redis, prefix: s.redisPrefix, limits: s.rateLimits, log: options.log }));
+      mcp.use(authenticate(api.lookup(), onUse(s)));
+      mcp.use(rateLimit({ redis: s.redis, prefix: s.redisPrefix, limits: s.rateLimits, routes: routesOf(), log: options.log }));
       mcp.use(jsonBody());
       const transport = mcpHandler({ deps: { operations, api, evidence: s.evidence, evidenceLog: s.evidenceLog }, tools: toolsOf, disabledWriteGroups: disabled, errorBase: options.errorBase, log: options.log });
       mcp.use(mcpRouter({ clickhouse: s.clickhouse, database: s.clickhouseDatabase, evidence: s.evidence, store: s.store, operations, tools: toolsOf, disabledWriteGroups: disabled, mcp: transport }));

@@ -32,7 +32,7 @@ export function authOf(res: Response): ApiKey {
  * Bearer tenant API keys. A key this process has not seen yet (issued a moment ago by the
  * CLI or another instance) is looked for once more after catching up with the config topic.
  */
-export function authenticate(keys: KeyLookup): RequestHandler {
+export function authenticate(keys: KeyLookup, onUse?: (key: ApiKey) => void): RequestHandler {
   return async (req: Request, res: Response, next: NextFunction) => {
     const header = req.headers.authorization;
     const m = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
@@ -51,11 +51,17 @@ export function authenticate(keys: KeyLookup): RequestHandler {
       res.setHeader('www-authenticate', 'Bearer error="invalid_token"');
       throw new AppError('unauthorized', 'the API key is not valid');
     }
+    // a revocation written by any process reaches this one with the config topic (~100 ms)
+    if (key.revoked_at) {
+      res.setHeader('www-authenticate', 'Bearer error="invalid_token"');
+      throw new AppError('unauthorized', 'the API key has been revoked');
+    }
     if (key.expires_at && Date.parse(key.expires_at) <= Date.now()) {
       res.setHeader('www-authenticate', 'Bearer error="invalid_token"');
       throw new AppError('unauthorized', 'the API key has expired');
     }
     res.locals.auth = { key };
+    onUse?.(key);
     next();
   };
 }

@@ -3,6 +3,8 @@ import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Redis } from 'ioredis';
 import { AppError, validationError } from '../core/errors';
 import { errorMessage, type Logger } from '../core/log';
+import { isSealed, open, seal, type SecretPlace } from '../core/secrets/envelope';
+import type { Keyring } from '../core/secrets/keyring';
 import { authOf } from './auth';
 
 export interface IdempotencyOptions {
@@ -15,6 +17,8 @@ export interface IdempotencyOptions {
   waitMs?: number;
   /** Lease of an in-flight claim, renewed while its request runs; a dead process loses it after this (default 10 s). */
   leaseMs?: number;
+  /** Seals the stored answer: a create answer may carry a secret shown once (a signing secret). */
+  keyring: Keyring;
   /** Where a failure to store an answer is reported (the answer still goes out). */
   log?: Logger;
 }
@@ -22,7 +26,7 @@ export interface IdempotencyOptions {
 /** What Redis holds under one key: a claim while the first request runs, then its answer. */
 export type IdempotencyRecord =
   | { state: 'pending'; fingerprint: string; owner: string }
-  | { state: 'done'; fingerprint: string; status: number; headers: Record<string, string>; body: string };
+  | { state: 'done'; fingerprint: string; status: number; headers: Record<string, string>; /** The answer's bytes, sealed (`enc:…`). */ body: string };
 
 const WRITE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const KEY_SYNTAX = /^[\x20-\x7e]{1,255}$/;
@@ -115,7 +119,7 @@ export function idempotency(options: IdempotencyOptions): RequestHandler {
       if (record && record.fingerprint !== fingerprint) {
         return next(conflict(`the Idempotency-Key ${key} was already used with a different request`));
       }
-      if (record?.state === 'done') return replay(res, record);
+      if (record?.state === 'done') return replay(res, record, options.keyring, bodyPlace(apiKey.tenant_id, redisKey));
       if (closed) return; // the client left while waiting: nobody to answer
       if (raw !== null && Date.now() >= deadline) {
         return next(conflict(`a request with the Idempotency-Key ${key} is still in progress; retry later`));
@@ -123,16 +127,23 @@ export function idempotency(options: IdempotencyOptions): RequestHandler {
       if (raw !== null) await sleep(Math.min(10 * 1.5 ** attempt, 250));
     }
 
-    captureAnswer(req, res, { ...options, leaseMs }, { redisKey, pending, fingerprint });
+    captureAnswer(req, res, { ...options, leaseMs }, { redisKey, pending, fingerprint, place: bodyPlace(apiKey.tenant_id, redisKey) });
     next();
   };
 }
 
-function replay(res: Response, record: Extract<IdempotencyRecord, { state: 'done' }>): void {
+/** The stored answer is bound to its own Redis key: a record copied under another key does not open. */
+function bodyPlace(tenantId: string, redisKey: string): SecretPlace {
+  return { kind: 'idempotency', tenant: tenantId, id: redisKey, field: 'body' };
+}
+
+function replay(res: Response, record: Extract<IdempotencyRecord, { state: 'done' }>, keyring: Keyring, place: SecretPlace): void {
+  // records written before answers were sealed hold base64
+  const body = isSealed(record.body) ? open(keyring, place, record.body) : Buffer.from(record.body, 'base64');
   res.status(record.status);
   for (const [name, value] of Object.entries(record.headers)) res.setHeader(name, value);
   res.setHeader('idempotent-replayed', 'true');
-  res.end(Buffer.from(record.body, 'base64'));
+  res.end(body);
 }
 
 type EndArgs = [chunk?: unknown, encoding?: unknown, cb?: unknown];
@@ -141,6 +152,7 @@ interface Claim {
   redisKey: string;
   pending: string;
   fingerprint: string;
+  place: SecretPlace;
 }
 
 function toBuffer(chunk: unknown, encoding: unknown): Buffer | undefined {
@@ -183,7 +195,7 @@ function captureAnswer(req: Request, res: Response, options: IdempotencyOptions 
     const status = res.statusCode;
     const keep = (status >= 200 && status < 300) || (status >= 400 && status < 500 && !RETRY_LATER.has(status));
     const settle = keep
-      ? redis.eval(COMPLETE_IF, 1, redisKey, pending, JSON.stringify(doneRecord(res, claim.fingerprint, Buffer.concat(chunks))), options.ttlSeconds)
+      ? redis.eval(COMPLETE_IF, 1, redisKey, pending, JSON.stringify(doneRecord(res, claim.fingerprint, seal(options.keyring, claim.place, Buffer.concat(chunks)))), options.ttlSeconds)
       : redis.eval(RELEASE_IF, 1, redisKey, pending);
     settle
       .catch((err: unknown) => log?.error('idempotency record not stored', { method: req.method, path: req.path, status, error: errorMessage(err) }))
@@ -192,11 +204,11 @@ function captureAnswer(req: Request, res: Response, options: IdempotencyOptions 
   }) as Response['end'];
 }
 
-function doneRecord(res: Response, fingerprint: string, body: Buffer): IdempotencyRecord {
+function doneRecord(res: Response, fingerprint: string, sealedBody: string): IdempotencyRecord {
   const headers: Record<string, string> = {};
   for (const name of REPLAYED_HEADERS) {
     const value = res.getHeader(name);
     if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : String(value);
   }
-  return { state: 'done', fingerprint, status: res.statusCode, headers, body: body.toString('base64') };
+  return { state: 'done', fingerprint, status: res.statusCode, headers, body: sealedBody };
 }

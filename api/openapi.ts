@@ -1,7 +1,10 @@
+import { QUOTA_KINDS } from '../core/quotas';
 import packageJson from '../package.json';
 import { LOG_LEVELS } from '../core/config';
 import { STATUS_OF, TITLE_OF, type ErrorSlug } from '../core/errors';
-import { HEADER_VALUE_OPS, MAX_DEPTH, MAX_NAME_LENGTH, MAX_PATH_SEGMENTS, MAX_PATTERN_LENGTH, MAX_RULES, MAX_STRING_LENGTH, MAX_VALUES, PRESENCE_OPS } from '../core/filters';
+import { HEADER_VALUE_OPS, MAX_DEPTH, MAX_NAME_LENGTH, MAX_PATH_SEGMENTS, MAX_PATTERN_LENGTH, MAX_RULES, MAX_STRING_LENGTH, MAX_TOTAL_PROGRAM_SIZE, MAX_VALUES, PRESENCE_OPS } from '../core/filters';
+import { MAX_PROGRAM_SIZE } from '../core/regex';
+import { AUTH_LIMITS } from '../core/destination-auth';
 import { ID_PREFIX } from '../core/ids';
 import { PROVIDERS } from '../core/model';
 import { DEFAULT_TOLERANCE_SECONDS, GENERIC_ALGORITHMS, GENERIC_ENCODINGS, MAX_TOLERANCE_SECONDS } from '../core/providers';
@@ -11,6 +14,7 @@ import { EVENT_STATES } from '../platform/avro/records';
 import { DEFAULT_LIMIT, MAX_LIMIT } from './paging';
 import { DELIVERY_STATUSES } from './routes/deliveries';
 import { MAX_PAYLOAD_BYTES } from './routes/saved-payloads';
+import { MAX_KEY_LIFETIME_DAYS, MAX_KEY_RESOURCES } from './routes/api-keys';
 
 /**
  * The OpenAPI 3.1 description of the HTTP API as the code implements it today. Enumerations and
@@ -34,6 +38,9 @@ const DEPENDENCIES = ['kafka', 'schema_registry', 'redis', 'clickhouse', 'pipeli
 const ref = (kind: 'schemas' | 'responses' | 'parameters' | 'headers', name: string): Json => ({ $ref: `#/components/${kind}/${name}` });
 const schema = (name: string): Json => ref('schemas', name);
 const nullable = (s: Json): Json => ({ anyOf: [s, { type: 'null' }] });
+/** Members a GET shows that the service sets: a body may carry them back, and they are left as stored. */
+const shownBack = (names: string[]): Record<string, Json> =>
+  Object.fromEntries(names.map((n) => [n, { readOnly: true, description: 'Shown by a GET and set by the service: accepted in a body and left as the service keeps it.' }]));
 
 function typedId(kind: keyof typeof ID_PREFIX, what: string): Json {
   const id = `${ID_PREFIX[kind]}_${EXAMPLE_ULID}`;
@@ -65,13 +72,17 @@ function problem(errorBase: string, slug: ErrorSlug, description: string, extra:
   };
 }
 
+const QUOTA_NAMES = Object.keys(QUOTA_KINDS);
+
 const PROBLEM_SCHEMA_OF: Record<Exclude<ErrorSlug, 'method-not-allowed'>, string> = {
   'validation-error': 'ValidationProblem',
   unauthorized: 'UnauthorizedProblem',
   'insufficient-scope': 'InsufficientScopeProblem',
   'permission-denied': 'PermissionDeniedProblem',
   'write-tool-disabled': 'WriteToolDisabledProblem',
+  'quota-exceeded': 'QuotaExceededProblem',
   'not-found': 'NotFoundProblem',
+  'not-acceptable': 'NotAcceptableProblem',
   conflict: 'ConflictProblem',
   'idempotency-conflict': 'IdempotencyConflictProblem',
   'payload-too-large': 'PayloadTooLargeProblem',
@@ -123,7 +134,12 @@ function problemSchemas(errorBase: string): Json {
       properties: { tool_group: { type: 'string', enum: SCOPES.filter((s) => s.startsWith('write:')) } },
       required: ['tool_group'],
     }),
+    QuotaExceededProblem: p('quota-exceeded', 'The tenant already holds as many objects of this kind as it may (`MAX_DESTINATIONS_PER_TENANT` and the like); delete some before creating more.', {
+      properties: { quota: { type: 'string', enum: [...QUOTA_NAMES] }, limit: { type: 'integer', minimum: 1 } },
+      required: ['quota', 'limit'],
+    }),
     NotFoundProblem: p('not-found', 'The resource does not exist, or the path names another tenant than the key\'s own (which looks exactly the same), or no route matches.'),
+    NotAcceptableProblem: p('not-acceptable', 'The MCP endpoint was asked for answers it does not give: its `Accept` header must list both `application/json` and `text/event-stream`.'),
     ConflictProblem: p('conflict', 'The request conflicts with the current state (a destination name already in use; an event with nothing left to retry).'),
     IdempotencyConflictProblem: p('idempotency-conflict', 'The `Idempotency-Key` was already used by this API key with a different request (method, path or body), or a request with the same key is still running after 10 s.', {
       properties: { idempotency_key: { type: 'string' } },
@@ -131,7 +147,9 @@ function problemSchemas(errorBase: string): Json {
     }),
     PayloadTooLargeProblem: p('payload-too-large', 'The request body is larger than allowed.'),
     UnsupportedMediaTypeProblem: p('unsupported-media-type', 'The request body is not `application/json` (or `+json`), or its content encoding or charset is not supported.'),
-    UnprocessableEntityProblem: p('unprocessable-entity', 'A well-formed request with a value the API does not know, such as an unknown `status` or `level` filter.'),
+    UnprocessableEntityProblem: p('unprocessable-entity', 'A well-formed request with a value the API cannot use: an unknown `status` or `level` filter, or a body member that is well-formed but refused (each such member is named in `errors`).', {
+      properties: { errors: { type: 'array', minItems: 1, items: schema('FieldError') } },
+    }),
     RateLimitProblem: p('rate-limit-exceeded', 'The API key sent more requests to this route than its limit allows (`RATE_LIMITS`). The `Retry-After` header carries the same number of seconds.', {
       properties: { retry_after_seconds: { type: 'integer', minimum: 1 } },
       required: ['retry_after_seconds'],
@@ -161,8 +179,17 @@ const destinationProperties: Json = {
   updated_at: schema('Timestamp'),
   disabled_reason: { type: ['string', 'null'] },
   retry_schedule_ms: nullable(schema('RetrySchedule')),
+  auth: nullable(schema('DestinationAuthShown')),
 };
-const destinationRequired = ['id', 'name', 'url', 'status', 'created_at', 'updated_at', 'disabled_reason', 'retry_schedule_ms'];
+const destinationRequired = ['id', 'name', 'url', 'status', 'created_at', 'updated_at', 'disabled_reason', 'retry_schedule_ms', 'auth'];
+
+const authSecret = (what: string): Json => ({ type: 'string', minLength: AUTH_LIMITS.secretMin, maxLength: AUTH_LIMITS.secret, pattern: '^[\\x21-\\x7e]([\\x20-\\x7e]*[\\x21-\\x7e])?$', description: `${what}: printable ASCII, ${AUTH_LIMITS.secretMin} to ${AUTH_LIMITS.secret} characters. Stored encrypted; shown masked (\`****\` and its last 4 characters).` });
+const masked: Json = { type: 'string', pattern: '^\\*{4}[\\s\\S]{0,4}$', description: '`****` and the last 4 characters of the secret.' };
+const authVariants = (secretOf: (what: string) => Json): Json[] => [
+  { type: 'object', title: 'basic', required: ['type', 'username', 'password'], additionalProperties: false, properties: { type: { const: 'basic' }, username: { type: 'string', minLength: 1, maxLength: AUTH_LIMITS.username, pattern: '^[^:]+$', description: 'Printable ASCII without ":".' }, password: secretOf('The password') }, description: '`Authorization: Basic base64(username:password)` on every delivery.' },
+  { type: 'object', title: 'bearer', required: ['type', 'token'], additionalProperties: false, properties: { type: { const: 'bearer' }, token: secretOf('The token (no spaces)') }, description: '`Authorization: Bearer <token>` on every delivery.' },
+  { type: 'object', title: 'header', required: ['type', 'name', 'value'], additionalProperties: false, properties: { type: { const: 'header' }, name: { type: 'string', minLength: 1, maxLength: AUTH_LIMITS.headerName, pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$", description: 'A header name (stored lower-case), not one the service sets itself (content-type, user-agent, webhook-*, x-correlation-id, hop-by-hop headers).' }, value: secretOf('The header value') }, description: '`<name>: <value>` on every delivery.' },
+];
 
 const attemptProperties: Json = {
   attempt_number: { type: 'integer', minimum: 1, description: 'Number of the attempt within its delivery, from 1.' },
@@ -208,7 +235,7 @@ function filterSchemas(): Json {
         rule('header', HEADER_VALUE_OPS.filter((o) => o !== 'equals' && o !== 'not_equals'), { name: headerName, value: str(1) }),
         rule('header', PRESENCE_OPS, { name: headerName }),
         rule('header', ['in'], { name: headerName, values: list(str(0)) }),
-        rule('header', ['matches'], { name: headerName, pattern: { type: 'string', minLength: 1, maxLength: MAX_PATTERN_LENGTH, description: 'A JavaScript regular expression; nested quantifiers like `(a+)+` are refused.' } }),
+        rule('header', ['matches'], { name: headerName, pattern: { type: 'string', minLength: 1, maxLength: MAX_PATTERN_LENGTH, description: `An RE2 regular expression, matched in time linear in the header's length. Backreferences, lookaround and possessive quantifiers do not exist in RE2; a pattern RE2 cannot compile, or that compiles to more than ${MAX_PROGRAM_SIZE} instructions (${MAX_TOTAL_PROGRAM_SIZE} for all patterns of the ingester), answers 422 naming it.` } }),
       ],
     },
     BodyRule: {
@@ -251,18 +278,31 @@ function ingesterSchemas(): Json {
     properties: { id: schema('FlowId'), name: { type: 'string' }, destination_ids: { type: 'array', items: schema('DestinationId') } },
     additionalProperties: false,
   };
+  const flowEntry: Json = {
+    type: 'object',
+    required: ['destination_ids'],
+    additionalProperties: false,
+    properties: {
+      id: { type: 'string', description: 'On an update: the id of one of this ingester\'s flows, which the entry rewrites (400 for any other id). On a create it is ignored (a new flow is made).' },
+      name: { ...nameInput, description: 'Unset: the flow keeps its name, or a new one is named "<ingester name> default" (the first) or "<ingester name> <n>".' },
+      destination_ids: { type: 'array', items: { type: 'string' }, description: 'Destinations of the tenant (each must exist, else 400); duplicates are dropped.' },
+    },
+  };
   const createOrUpdate = (create: boolean): Json => ({
     type: 'object',
     description: create
-      ? 'A new ingester. `config` must satisfy the provider (every provider but `none` needs a signing secret). `destination_ids`, when not empty, creates a delivery flow named "<name> default" to those destinations. Other members are ignored.'
-      : 'An update: `name` is required; `provider`, `config` and `filters` replace the stored ones when given and are kept otherwise. A config sent back as it was shown keeps its secrets (a masked value equal to the mask of the stored one stands for the stored one). `destination_ids` replaces the destinations of the ingester\'s first delivery flow (creating one when it has none). Other members are ignored.',
+      ? 'A new ingester. `config` must satisfy the provider (every provider but `none` needs a signing secret). `destination_ids`, when not empty, creates a delivery flow named "<name> default" to those destinations; `delivery_flows` (as a GET shows them) creates one flow per entry. Members a GET shows that the service sets (`id`, `hook_url`, `created_at`, `updated_at`) are accepted and left as the service sets them; any other member is refused (400).'
+      : 'An update: `name` is required; `provider`, `config` and `filters` replace the stored ones when given and are kept otherwise. A config sent back as it was shown keeps its secrets (a masked value equal to the mask of the stored one stands for the stored one). `destination_ids` replaces the destinations of the ingester\'s first delivery flow (creating one when it has none); `delivery_flows` replaces its flows: an entry with the id of one of them rewrites it, one without makes a new flow, and the flows left out are deleted. Members a GET shows that the service sets (`id`, `hook_url`, `created_at`, `updated_at`) are accepted and left as they are; any other member is refused (400).',
     required: create ? ['name', 'provider'] : ['name'],
+    additionalProperties: false,
     properties: {
       name: nameInput,
       provider: schema('Provider'),
       config: schema('ProviderConfig'),
       filters: schema('Filters'),
-      destination_ids: { type: 'array', items: { type: 'string' }, description: 'Destinations of the tenant (each must exist, else 400); duplicates are dropped.' },
+      destination_ids: { type: 'array', items: { type: 'string' }, description: 'Destinations of the tenant (each must exist, else 400); duplicates are dropped. With the other flows of the ingester at most `MAX_FANOUT` (default 50) distinct destinations, else 422. Not together with `delivery_flows` (400).' },
+      delivery_flows: { type: 'array', items: flowEntry, description: 'The ingester\'s delivery flows, in the shape a GET shows them. At most `MAX_FANOUT` distinct destinations across them, else 422.' },
+      ...shownBack(['id', 'hook_url', 'created_at', 'updated_at']),
     },
     ...(create
       ? {
@@ -324,6 +364,44 @@ function ingesterSchemas(): Json {
   };
 }
 
+function apiKeySchemas(): Json {
+  const shown: Json = {
+    id: schema('ApiKeyId'),
+    name: { type: ['string', 'null'], description: 'What the key is for; `null` for keys issued without a name.' },
+    scopes: { type: 'array', items: { type: 'string', enum: [...SCOPES] }, description: 'What the key may do.' },
+    resource_ids: { type: ['array', 'null'], items: { type: 'string' }, description: 'When set, the key may act only on these resource ids.' },
+    created_at: schema('Timestamp'),
+    expires_at: nullable(schema('Timestamp')),
+    revoked_at: { ...nullable(schema('Timestamp')), description: 'When the key was revoked; a revoked key stays listed and is refused (401) by every process of the deployment.' },
+    last_used_at: { ...nullable(schema('Timestamp')), description: 'When the key last authenticated a request, accurate to about `API_KEY_LAST_USED_INTERVAL_SECONDS` (default 60 s); `null` when never used.' },
+    status: { type: 'string', enum: ['active', 'expired', 'revoked'], description: '`revoked` once revoked (whatever its expiry), else `expired` past `expires_at`, else `active`.' },
+  };
+  const required = Object.keys(shown);
+  return {
+    ApiKeyCreate: {
+      type: 'object',
+      description: 'A new API key. A key grants at most what the key making the request holds: a scope it lacks is 403 insufficient-scope (`required_scope`); a resource id outside its own `resource_ids` is 403 permission-denied (and a limited key\'s new key is limited to its ids when none are given); it cannot outlive the calling key (400; an expiring key\'s new key expires with it when no `expires_at` is given). Other members are refused (400).',
+      required: ['name', 'scopes'],
+      properties: {
+        name: nameInput,
+        scopes: { type: 'array', minItems: 1, items: { type: 'string', enum: [...SCOPES] }, description: 'Scopes of the new key; duplicates are dropped.' },
+        expires_at: { ...nullable({ type: 'string', format: 'date-time' }), description: `When the key stops working: in the future, at most ${MAX_KEY_LIFETIME_DAYS} days away. \`null\` or absent: it does not expire (unless the calling key does).` },
+        resource_ids: { ...nullable({ type: 'array', maxItems: MAX_KEY_RESOURCES, items: { type: 'string', pattern: `^[a-z]{3}_${ULID}$` } }), description: `Limits the key to these resource ids (typed ids such as \`dst_<ulid>\`, at most ${MAX_KEY_RESOURCES}); \`null\` or absent: every resource of the tenant.` },
+      },
+      additionalProperties: false,
+    },
+    ApiKey: { type: 'object', description: 'An API key as shown: never its secret or the hash of it.', required, properties: shown, additionalProperties: false },
+    ApiKeyCreated: {
+      type: 'object',
+      description: 'The key just created, with the plain API key: shown in this answer only (only its SHA-256 is stored).',
+      required: [...required, 'api_key'],
+      properties: { ...shown, api_key: { type: 'string', pattern: `^hlk_${ULID}_[A-Za-z0-9_-]{43}$`, description: 'The API key, `hlk_<ulid>_<secret>`: send it as `Authorization: Bearer <api_key>`.' } },
+      additionalProperties: false,
+    },
+    ApiKeyList: listOf('api_keys', 'ApiKey', 'by id (creation time), oldest first; revoked and expired keys included'),
+  };
+}
+
 function listOf(member: string, item: string, order: string): Json {
   return {
     type: 'object',
@@ -345,19 +423,31 @@ function schemas(errorBase: string): Json {
     DeliveryId: typedId('delivery', 'a delivery'),
     EventId: typedId('event', 'an event'),
     SavedPayloadId: typedId('savedPayload', 'a saved payload'),
+    ApiKeyId: typedId('apiKey', 'an API key'),
     LogId: typedId('log', 'a log line'),
     ...problemSchemas(errorBase),
 
     RetrySchedule: retrySchedule,
     DestinationCreate: {
       type: 'object',
-      description: 'A new destination. Other members are ignored.',
+      description: 'A new destination. Members a GET shows that the service sets (`id`, `status`, `created_at`, `updated_at`, `disabled_reason`) are accepted and left as the service sets them; any other member is refused (400).',
       required: ['name', 'url'],
+      additionalProperties: false,
       properties: {
+        ...shownBack(['id', 'status', 'created_at', 'updated_at', 'disabled_reason']),
         name: { ...nameInput, description: `Unique in the tenant, compared case-insensitively after trimming (409 conflict otherwise, also under concurrent creates). At most ${MAX_ENTITY_NAME} characters.` },
-        url: { type: 'string', format: 'uri', maxLength: MAX_URL_LENGTH, pattern: '^[Hh][Tt][Tt][Pp][Ss]?:', description: 'Absolute http or https URL without credentials that receives the webhooks. Addresses outside the public internet are refused at delivery time unless `DESTINATION_ALLOWED_NETWORKS` allows them.' },
+        url: { type: 'string', format: 'uri', maxLength: MAX_URL_LENGTH, pattern: '^[Hh][Tt][Tt][Pp][Ss]?:', description: 'Absolute http or https URL without credentials that receives the webhooks. Addresses outside the public internet are refused (422 here, and again on every connection, so a name whose DNS changes later is refused at delivery) unless `DESTINATION_ALLOWED_NETWORKS` allows them; a name must resolve; this service\'s own listener and `PUBLIC_BASE_URL` are always refused.' },
         retry_schedule_ms: nullable(schema('RetrySchedule')),
+        auth: nullable(schema('DestinationAuth')),
       },
+    },
+    DestinationAuth: {
+      description: 'Credentials the receiver expects, sent on every delivery. Encrypted at rest; every later read shows the secret part masked. Problems are reported by field (`auth.password`), never echoing a value.',
+      oneOf: authVariants(authSecret),
+    },
+    DestinationAuthShown: {
+      description: 'The destination\'s credentials as shown: the secret part masked.',
+      oneOf: authVariants(() => masked),
     },
     Destination: {
       type: 'object',
@@ -380,19 +470,22 @@ function schemas(errorBase: string): Json {
 
     DeliveryFlowCreate: {
       type: 'object',
-      description: 'A delivery flow: events of the ingester fan out to each of the destinations. Every id must exist in the tenant (400 otherwise). Other members are ignored.',
+      description: 'A delivery flow: events of the ingester fan out to each of the destinations. Every id must exist in the tenant (400 otherwise). Members a GET shows that the service sets (`id`, `created_at`, `updated_at`) are accepted and left as the service sets them; any other member is refused (400).',
       required: ['name', 'ingester_id', 'destination_ids'],
+      additionalProperties: false,
       properties: {
+        ...shownBack(['id', 'created_at', 'updated_at']),
         name: nameInput,
         ingester_id: { type: 'string' },
-        destination_ids: { type: 'array', items: { type: 'string' }, description: 'May be empty; duplicates are dropped.' },
+        destination_ids: { type: 'array', items: { type: 'string' }, description: 'May be empty; duplicates are dropped. At most `MAX_FANOUT` (default 50) distinct destinations across the ingester\'s delivery flows, else 422.' },
       },
     },
     DeliveryFlowUpdate: {
       type: 'object',
-      description: 'An update: `name` is required; `destination_ids` replaces the destinations when given. The ingester of a flow cannot change: an `ingester_id` member is ignored. Other members are ignored.',
+      description: 'An update: `name` is required; `destination_ids` replaces the destinations when given. The ingester of a flow cannot change: an `ingester_id` other than its own is 400. Members a GET shows that the service sets (`id`, `created_at`, `updated_at`) are accepted and left as they are; any other member is refused (400).',
       required: ['name'],
-      properties: { name: nameInput, destination_ids: { type: 'array', items: { type: 'string' } } },
+      additionalProperties: false,
+      properties: { name: nameInput, ingester_id: { type: 'string', description: 'Accepted when it is the flow\'s own ingester.' }, destination_ids: { type: 'array', items: { type: 'string' } }, ...shownBack(['id', 'created_at', 'updated_at']) },
     },
     DeliveryFlow: {
       type: 'object',
@@ -520,9 +613,11 @@ function schemas(errorBase: string): Json {
 
     SavedPayloadCreate: {
       type: 'object',
-      description: 'A named JSON payload to keep. Other members are ignored.',
+      description: 'A named JSON payload to keep. Members a GET shows that the service sets (`id`, `created_at`) are accepted and left as the service sets them; any other member is refused (400).',
       required: ['name', 'payload'],
-      properties: { name: nameInput, payload: { type: 'object', description: `A JSON object of at most ${MAX_PAYLOAD_BYTES} bytes as JSON text (413 beyond).` } },
+      additionalProperties: false,
+      properties: {
+        ...shownBack(['id', 'created_at']), name: nameInput, payload: { type: 'object', description: `A JSON object of at most ${MAX_PAYLOAD_BYTES} bytes as JSON text (413 beyond).` } },
     },
     SavedPayload: {
       type: 'object',
@@ -531,6 +626,7 @@ function schemas(errorBase: string): Json {
       additionalProperties: false,
     },
     SavedPayloadList: listOf('saved_payloads', 'SavedPayload', 'by id (creation time), oldest first'),
+    ...apiKeySchemas(),
 
     LogLevel: { type: 'string', enum: [...LOG_LEVELS] },
     LogEntry: {
@@ -852,6 +948,7 @@ function parameters(): Json {
     DeliveryId: pathId('delivery_id', 'delivery', 'delivery'),
     EventId: pathId('event_id', 'event', 'event'),
     SavedPayloadId: pathId('payload_id', 'saved payload', 'savedPayload'),
+    ApiKeyId: pathId('key_id', 'API key', 'apiKey'),
     Limit: { name: 'limit', in: 'query', required: false, description: `Items per page, an integer from 1 to ${MAX_LIMIT} (400 otherwise).`, schema: { type: 'integer', minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT } },
     Cursor: {
       name: 'cursor',
@@ -917,6 +1014,8 @@ function responses(): Json {
     ForbiddenReadResource: tenantError('insufficient-scope: the key lacks the scope; or permission-denied: the key is limited to other resource ids (`resource_id`).', ['insufficient-scope', 'permission-denied']),
     ForbiddenWrite: tenantError('insufficient-scope: the key lacks the scope; or write-tool-disabled: the write group (`tool_group`) is switched off on this deployment.', ['insufficient-scope', 'write-tool-disabled']),
     ForbiddenWriteResource: tenantError('insufficient-scope, write-tool-disabled, or permission-denied: the key is limited to resource ids that do not include one this write touches (`resource_id`).', ['insufficient-scope', 'write-tool-disabled', 'permission-denied']),
+    ForbiddenCreate: tenantError('insufficient-scope: the key lacks the scope; write-tool-disabled: the write group (`tool_group`) is switched off on this deployment; or quota-exceeded: the tenant holds as many of these objects as it may (`quota`, `limit`).', ['insufficient-scope', 'write-tool-disabled', 'quota-exceeded']),
+    ForbiddenCreateResource: tenantError('insufficient-scope, write-tool-disabled, permission-denied (the key is limited to resource ids that do not include one this write touches, `resource_id`), or quota-exceeded (the tenant holds as many of these objects as it may, `quota` and `limit`).', ['insufficient-scope', 'write-tool-disabled', 'permission-denied', 'quota-exceeded']),
     NotFound: tenantError('not-found: the tenant in the path is not the key\'s own (indistinguishable from one that does not exist), or the resource does not exist.', ['not-found']),
     IdempotencyConflict: tenantError('idempotency-conflict: the `Idempotency-Key` was used with a different request (`idempotency_key`).', ['idempotency-conflict']),
     PayloadTooLarge: tenantError(`payload-too-large: the request body is larger than ${MAX_JSON_BODY}.`, ['payload-too-large']),
@@ -931,7 +1030,7 @@ function responses(): Json {
 // ---------------------------------------------------------------------------------------------
 // operations
 
-type Forbidden = 'ForbiddenRead' | 'ForbiddenReadResource' | 'ForbiddenWrite' | 'ForbiddenWriteResource';
+type Forbidden = 'ForbiddenRead' | 'ForbiddenReadResource' | 'ForbiddenWrite' | 'ForbiddenWriteResource' | 'ForbiddenCreate' | 'ForbiddenCreateResource';
 
 interface TenantOperation {
   operationId: string;
@@ -997,6 +1096,7 @@ const ok = (description: string, schemaName: string): Json => ({ description, he
 const created = (description: string, schemaName: string): Json => ({ description, headers: tenantHeaders('Location'), content: { 'application/json': { schema: schema(schemaName) } } });
 const noContent = (description: string): Json => ({ description, headers: tenantHeaders() });
 const listParams = [ref('parameters', 'Limit'), ref('parameters', 'Cursor')];
+const REFUSED_PATTERN = 'a filter `pattern` the RE2 engine cannot compile (backreferences, lookaround, possessive quantifiers, a syntax error) or that is too large; `errors` names each one, like `filters[0].pattern`. Checked once the request is otherwise valid (400 first).';
 const T = '/v1/tenants/:tenantId';
 
 function tenantPaths(): Json {
@@ -1017,7 +1117,8 @@ function tenantPaths(): Json {
         operationId: 'createDestination', summary: 'Create a destination', tag: 'Destinations', scope: 'write:destinations', rateLimitRoute: `POST ${T}/destinations`,
         description: 'Creates a destination with a new Standard Webhooks signing secret, shown in this answer only.',
         requestBody: jsonBody('DestinationCreate', 'The destination.'),
-        success: { '201': created('The destination, with its signing secret.', 'DestinationCreated') }, forbidden: 'ForbiddenWrite',
+        success: { '201': created('The destination, with its signing secret.', 'DestinationCreated') }, forbidden: 'ForbiddenCreate',
+        unprocessable: 'the `url` points at an address `DESTINATION_ALLOWED_NETWORKS` does not allow (private, loopback, link-local, cloud metadata, reserved; a name by what it resolves to), at a name that does not resolve, or at this service itself (its listener or `PUBLIC_BASE_URL`, in any spelling).',
         conflict: { description: 'a destination with this name (case-insensitive) exists in the tenant' },
       }),
     },
@@ -1043,9 +1144,9 @@ function tenantPaths(): Json {
       }),
       post: tenantOperation({
         operationId: 'createIngester', summary: 'Create an ingester', tag: 'Ingesters', scope: 'write:ingesters', rateLimitRoute: `POST ${T}/ingesters`,
-        description: 'Creates an ingester (endpoint) and, with `destination_ids`, a delivery flow to those destinations. The answer carries the Hook URL and the config with every secret masked. Config, filters and destination ids are all checked; every problem is listed in one 400.',
+        description: 'Creates an ingester (endpoint) and, with `destination_ids`, a delivery flow to those destinations. The answer carries the Hook URL and the config with every secret masked. Config, filters and destination ids are all checked; every problem is listed in one 400. A well-formed request whose `matches` patterns the RE2 engine refuses answers 422.',
         requestBody: jsonBody('IngesterCreate', 'The ingester.'),
-        success: { '201': created('The ingester.', 'Ingester') }, forbidden: 'ForbiddenWriteResource', conflict: 'IdempotencyConflict',
+        success: { '201': created('The ingester.', 'Ingester') }, forbidden: 'ForbiddenCreateResource', conflict: 'IdempotencyConflict', unprocessable: `${REFUSED_PATTERN} Or the delivery flows of the ingester would name more than \`MAX_FANOUT\` (default 50) distinct destinations (\`destination_ids\`).`,
       }),
     },
     [`${P}/ingesters/{ingester_id}`]: {
@@ -1058,7 +1159,7 @@ function tenantPaths(): Json {
         operationId: 'updateIngester', summary: 'Update an ingester', tag: 'Ingesters', scope: 'write:ingesters', rateLimitRoute: `PUT ${T}/ingesters/:id`,
         description: '`name` is required; `provider`, `config` and `filters` replace the stored ones when given. A masked secret sent back unchanged keeps the stored secret, so GET-then-PUT is safe. `destination_ids` replaces the destinations of the first delivery flow (creating one when there is none).',
         requestBody: jsonBody('IngesterUpdate', 'The update.'),
-        success: { '200': ok('The updated ingester.', 'Ingester') }, forbidden: 'ForbiddenWriteResource', notFound: 'no such ingester', conflict: 'IdempotencyConflict',
+        success: { '200': ok('The updated ingester.', 'Ingester') }, forbidden: 'ForbiddenWriteResource', notFound: 'no such ingester', conflict: 'IdempotencyConflict', unprocessable: `${REFUSED_PATTERN} Or the delivery flows of the ingester would name more than \`MAX_FANOUT\` (default 50) distinct destinations (\`destination_ids\`).`,
       }),
       delete: tenantOperation({
         operationId: 'deleteIngester', summary: 'Delete an ingester', tag: 'Ingesters', scope: 'write:ingesters', rateLimitRoute: `DELETE ${T}/ingesters/:id`,
@@ -1077,7 +1178,7 @@ function tenantPaths(): Json {
         operationId: 'createDeliveryFlow', summary: 'Create a delivery flow', tag: 'Delivery flows', scope: 'write:flows', rateLimitRoute: `POST ${T}/delivery-flows`,
         description: 'Connects an ingester to destinations: each event of the ingester fans out to one delivery per destination of each of its flows.',
         requestBody: jsonBody('DeliveryFlowCreate', 'The flow.'),
-        success: { '201': created('The delivery flow.', 'DeliveryFlow') }, forbidden: 'ForbiddenWriteResource', conflict: 'IdempotencyConflict',
+        success: { '201': created('The delivery flow.', 'DeliveryFlow') }, forbidden: 'ForbiddenCreateResource', conflict: 'IdempotencyConflict', unprocessable: 'the delivery flows of the ingester would name more than `MAX_FANOUT` (default 50) distinct destinations (`destination_ids`).',
       }),
     },
     [`${P}/delivery-flows/{flow_id}`]: {
@@ -1090,7 +1191,7 @@ function tenantPaths(): Json {
         operationId: 'updateDeliveryFlow', summary: 'Update a delivery flow', tag: 'Delivery flows', scope: 'write:flows', rateLimitRoute: `PUT ${T}/delivery-flows/:id`,
         description: 'Renames the flow and, with `destination_ids`, replaces its destinations. Its ingester stays.',
         requestBody: jsonBody('DeliveryFlowUpdate', 'The update.'),
-        success: { '200': ok('The updated delivery flow.', 'DeliveryFlow') }, forbidden: 'ForbiddenWriteResource', notFound: 'no such delivery flow', conflict: 'IdempotencyConflict',
+        success: { '200': ok('The updated delivery flow.', 'DeliveryFlow') }, forbidden: 'ForbiddenWriteResource', notFound: 'no such delivery flow', conflict: 'IdempotencyConflict', unprocessable: 'the delivery flows of the ingester would name more than `MAX_FANOUT` (default 50) distinct destinations (`destination_ids`).',
       }),
       delete: tenantOperation({
         operationId: 'deleteDeliveryFlow', summary: 'Delete a delivery flow', tag: 'Delivery flows', scope: 'write:flows', rateLimitRoute: `DELETE ${T}/delivery-flows/:id`,
@@ -1122,7 +1223,7 @@ function tenantPaths(): Json {
         operationId: 'retryEvent', summary: 'Retry the failed deliveries of an event', tag: 'Events', scope: 'write:events', rateLimitRoute: `POST ${T}/events/:id/retry`,
         description: 'Every dead delivery of the event (its latest attempt `failed`) to a destination that is still active becomes a new delivery (new id, attempt 1, the original bytes) to the same destination, each dead delivery once (also across the CLI\'s `dlq replay`). No body is needed; one sent is ignored.',
         success: { '202': ok('Queued.', 'RetryResult') }, forbidden: 'ForbiddenWriteResource', notFound: 'no such event',
-        conflict: { description: 'nothing is left to retry (no failed delivery, every one already retried, or their destinations are disabled or deleted)' },
+        conflict: { description: 'nothing is left to retry (no failed delivery, every one already retried, or their destinations are disabled or deleted), or the stored body does not match the SHA-256 recorded at receipt' },
       }),
     },
     [`${P}/saved-payloads`]: {
@@ -1136,7 +1237,7 @@ function tenantPaths(): Json {
         operationId: 'createSavedPayload', summary: 'Save a payload', tag: 'Saved payloads', scope: 'write:payloads', rateLimitRoute: `POST ${T}/saved-payloads`,
         description: 'Keeps a named JSON object, e.g. to send test events.',
         requestBody: jsonBody('SavedPayloadCreate', 'The payload.'),
-        success: { '201': created('The saved payload.', 'SavedPayload') }, forbidden: 'ForbiddenWrite', conflict: 'IdempotencyConflict',
+        success: { '201': created('The saved payload.', 'SavedPayload') }, forbidden: 'ForbiddenCreate', conflict: 'IdempotencyConflict',
         tooLarge: `the request body is larger than ${MAX_JSON_BODY}, or \`payload\` is larger than ${MAX_PAYLOAD_BYTES} bytes of JSON.`,
       }),
     },
@@ -1145,6 +1246,35 @@ function tenantPaths(): Json {
       get: tenantOperation({
         operationId: 'getSavedPayload', summary: 'Get a saved payload', tag: 'Saved payloads', scope: 'read:payloads', rateLimitRoute: `GET ${T}/saved-payloads/:id`,
         description: 'One saved payload.', success: { '200': ok('The saved payload.', 'SavedPayload') }, forbidden: 'ForbiddenReadResource', notFound: 'no such saved payload',
+      }),
+    },
+    [`${P}/api-keys`]: {
+      parameters: [tenant],
+      get: tenantOperation({
+        operationId: 'listApiKeys', summary: 'List API keys', tag: 'API keys', scope: 'read:keys', rateLimitRoute: `GET ${T}/api-keys`,
+        description: `The tenant's API keys, oldest first, revoked and expired ones included, each with its status and last use; never a secret or its hash. ${pagingNote} A key limited to resource ids lists those and itself.`,
+        parameters: listParams, success: { '200': ok('One page of API keys.', 'ApiKeyList') }, forbidden: 'ForbiddenRead',
+      }),
+      post: tenantOperation({
+        operationId: 'createApiKey', summary: 'Create an API key', tag: 'API keys', scope: 'write:keys', rateLimitRoute: `POST ${T}/api-keys`,
+        description: 'Issues a new API key of this tenant, with at most the scopes, resources and lifetime of the key making the request. The plain key is in this answer only. At most `MAX_API_KEYS_PER_TENANT` keys (default 100) per tenant, revoked ones included (403 quota-exceeded).',
+        requestBody: jsonBody('ApiKeyCreate', 'The key.'),
+        success: { '201': created('The key, with the plain API key.', 'ApiKeyCreated') }, forbidden: 'ForbiddenCreateResource', conflict: 'IdempotencyConflict',
+      }),
+    },
+    [`${P}/api-keys/{key_id}`]: {
+      parameters: [tenant, idParam('ApiKeyId')],
+      get: tenantOperation({
+        operationId: 'getApiKey', summary: 'Get an API key', tag: 'API keys', scope: 'read:keys', rateLimitRoute: `GET ${T}/api-keys/:id`,
+        description: 'One API key with its status and last use; never its secret or its hash.', success: { '200': ok('The key.', 'ApiKey') }, forbidden: 'ForbiddenReadResource', notFound: 'no such API key',
+      }),
+    },
+    [`${P}/api-keys/{key_id}/revoke`]: {
+      parameters: [tenant, idParam('ApiKeyId')],
+      post: tenantOperation({
+        operationId: 'revokeApiKey', summary: 'Revoke an API key', tag: 'API keys', scope: 'write:keys', rateLimitRoute: `POST ${T}/api-keys/:id/revoke`,
+        description: 'Revokes the key for good: every API process sharing the configuration topic refuses it (401 "the API key has been revoked") within about a second, usually ~100 ms. The key stays listed with `revoked_at`. A key may revoke itself; revoking a revoked key changes nothing and answers it as it is. No request body (an empty object at most; a member is refused, 400).',
+        success: { '200': ok('The revoked key.', 'ApiKey') }, forbidden: 'ForbiddenWriteResource', notFound: 'no such API key', conflict: 'IdempotencyConflict',
       }),
     },
     [`${P}/evidence/{delivery_id}`]: {
@@ -1208,6 +1338,7 @@ interface McpOperation {
   unprocessable?: string;
   /** A 403 of an operation that needs no scope of its own. */
   forbidden?: Forbidden;
+  notAcceptable?: string;
 }
 
 function mcpOperation(o: McpOperation): Json {
@@ -1216,6 +1347,7 @@ function mcpOperation(o: McpOperation): Json {
   responses['401'] = ref('responses', 'Unauthorized');
   if (o.scope || o.forbidden) responses['403'] = ref('responses', o.forbidden ?? (o.notFound ? 'ForbiddenReadResource' : 'ForbiddenRead'));
   if (o.notFound) responses['404'] = tenantError(`not-found: ${o.notFound}`, ['not-found']);
+  if (o.notAcceptable) responses['406'] = tenantError(`not-acceptable: ${o.notAcceptable}`, ['not-acceptable']);
   Object.assign(responses, bodyAndLimitErrors(o));
   return {
     operationId: o.operationId,
@@ -1243,6 +1375,8 @@ function mcpPaths(): Json {
           description: `The Model Context Protocol endpoint, stateless Streamable HTTP with JSON answers: send JSON-RPC messages (\`initialize\`, \`tools/list\`, \`tools/call\`, ...) with \`Accept: application/json, text/event-stream\`. Any valid key may connect; \`tools/list\` shows the tools the key's scopes allow and that are enabled, each with its input and output JSON Schema; every result carries \`structuredContent\`. A tool error (a REST answer that is not a success) is a result with \`isError\` and the problem document as text. A \`tools/call\` of a tool whose write group is disabled answers 403 write-tool-disabled (\`tool_group\`), and one whose scope the key lacks 403 insufficient-scope, before the MCP transport sees it. GET and DELETE answer 405: there is no session and no server-sent event stream. ${live}`,
           success: { '200': jsonRpcAnswer('The JSON-RPC answer(s).'), '202': { description: 'Only notifications or responses were sent: accepted, no body.', headers: tenantHeaders() } },
           forbidden: 'ForbiddenWrite',
+          badRequest: 'the body is not a JSON-RPC 2.0 message or batch (or the batch is too long), or `MCP-Protocol-Version` names a version this server does not speak.',
+          notAcceptable: '`Accept` does not list both `application/json` and `text/event-stream`.',
         }),
         requestBody: { required: true, description: 'One JSON-RPC 2.0 message or a batch.', content: { 'application/json': { schema: { anyOf: [jsonRpc, { type: 'array', items: jsonRpc }] } } } },
       },
@@ -1313,12 +1447,13 @@ function publicPaths(): Json {
       post: {
         operationId: 'receiveWebhook',
         summary: 'Hook URL: receive a webhook',
-        description: 'Where senders POST webhooks for one ingester. No bearer authentication: the ingester\'s provider signature is checked afterwards by the validate stage (a webhook that fails verification is still accepted here, then moves to `failed`). The body is taken as raw bytes of any content type (up to `INGEST_MAX_BODY_BYTES`, default 1 MiB) and travels unchanged, with method, query, headers and source address, so provider signatures stay verifiable. The answer comes only once Kafka has acknowledged the event (acks=all) with its `received` transition. Not rate-limited, no `Idempotency-Key`.',
+        description: 'Where senders POST webhooks for one ingester. No bearer authentication: the ingester\'s provider signature is checked afterwards by the validate stage (a webhook that fails verification is still accepted here, then moves to `failed`). The body is taken as raw bytes of any content type (up to `INGEST_MAX_BODY_BYTES`, default 1 MiB) and travels unchanged, with method, query, headers and source address, so provider signatures stay verifiable. The answer comes only once Kafka has acknowledged the event (acks=all) with its `received` transition. Rate-limited per Hook URL (`INGEST_RATE_LIMIT_PER_HOOK`) and per tenant across its Hook URLs (`INGEST_RATE_LIMIT_PER_TENANT`), failing open when Redis is unreachable; no `Idempotency-Key`.',
         tags: ['Hooks'],
         security: [],
         parameters: [
           { name: 'ingester_id', in: 'path', required: true, description: 'The ingester (its `hook_url`).', schema: { type: 'string' }, examples: { id: { value: `${ID_PREFIX.ingester}_${EXAMPLE_ULID}` } } },
           { name: 'X-Correlation-Id', in: 'header', required: false, description: 'Correlation id to carry (1 to 128 visible ASCII characters); else the trace id of `traceparent`, else one is assigned.', schema: { type: 'string' } },
+          { name: 'X-Hookline-Hops', in: 'header', required: false, description: 'Set by this service on every delivery: how many of its deliveries the payload has passed through. Absent counts as 0; above `MAX_HOPS` (default 3) the webhook is refused with 422.', schema: { type: 'string' } },
         ],
         requestBody: { required: false, description: 'Any bytes, any content type (gzip, deflate and br encodings are decoded).', content: { '*/*': { schema: {} } } },
         responses: {
@@ -1327,6 +1462,8 @@ function publicPaths(): Json {
           '404': problemResponse('not-found: no such ingester (also after it was deleted).', 'not-found'),
           '413': problemResponse('payload-too-large: the body is larger than `INGEST_MAX_BODY_BYTES`.', 'payload-too-large'),
           '415': problemResponse('unsupported-media-type: an unsupported `Content-Encoding`.', 'unsupported-media-type'),
+          '422': problemResponse('unprocessable-entity: `X-Hookline-Hops` says the webhook has passed through more than `MAX_HOPS` deliveries of this service (a loop).', 'unprocessable-entity'),
+          '429': { description: 'rate-limit-exceeded: over the limit of this Hook URL or of its tenant; nothing was accepted. `Retry-After` and `retry_after_seconds` say when to try again; the RateLimit headers give the limit that refused it (remaining 0).', headers: headerRefs(['X-Request-Id', 'RateLimit', 'RateLimit-Policy', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'Retry-After']), content: problemContent(['rate-limit-exceeded']) },
           '500': problemResponse('internal-error: an unexpected failure; the sender should retry.', 'internal-error'),
           '503': problemResponse('service-unavailable: the service is starting, or Kafka did not acknowledge the event; nothing was accepted and the sender should retry.', 'service-unavailable'),
         },
@@ -1356,13 +1493,13 @@ const API_DESCRIPTION = `Webhook ingestion and delivery on Apache Kafka. Webhook
 
 **Errors** are RFC 9457 problem documents (\`application/problem+json\`) with \`type\` \`<ERROR_BASE>/errors/<slug>\`, \`title\`, \`status\`, \`detail\`, \`instance\` (the request id, also sent as \`X-Request-Id\`), and the extra members of their type. 400 validation-error lists every problem in \`errors\` ([{field, message}]); an unknown value of a query filter (\`status\`, \`level\`) is 422.
 
-**Lists** answer an envelope: the items under a resource-named member (\`destinations\`, \`ingesters\`, \`delivery_flows\`, \`deliveries\`, \`saved_payloads\`, \`logs\`) and \`next_cursor\` (an opaque string, \`null\` on the last page). \`limit\` is 1 to ${MAX_LIMIT} (default ${DEFAULT_LIMIT}). A cursor is bound to the filters it was issued with. Configuration lists are in creation order; deliveries and logs newest first. Deliveries list one item per attempt.
+**Lists** answer an envelope: the items under a resource-named member (\`destinations\`, \`ingesters\`, \`delivery_flows\`, \`deliveries\`, \`saved_payloads\`, \`api_keys\`, \`logs\`) and \`next_cursor\` (an opaque string, \`null\` on the last page). \`limit\` is 1 to ${MAX_LIMIT} (default ${DEFAULT_LIMIT}). A cursor is bound to the filters it was issued with. Configuration lists are in creation order; deliveries and logs newest first. Deliveries list one item per attempt.
 
 **Idempotency.** Every write (POST, PUT, DELETE) takes an optional \`Idempotency-Key\` header; see the parameter.
 
 **Rate limits** apply per API key and route (\`RATE_LIMITS\`; each operation's route key is in \`x-rate-limit-route\`). Answers carry \`RateLimit\`, \`RateLimit-Policy\`, \`RateLimit-Limit\`, \`RateLimit-Remaining\` and \`RateLimit-Reset\`; over the limit: 429 with \`Retry-After\` and \`retry_after_seconds\`. When Redis is unreachable, limits fail open and the headers are absent.
 
-**Request bodies** of tenant routes are JSON only (\`application/json\` or \`*+json\`, at most ${MAX_JSON_BODY}); members the API does not know are ignored.
+**Request bodies** of tenant routes are JSON only (\`application/json\` or \`*+json\`, at most ${MAX_JSON_BODY}); members the API does not know are refused (400 validation-error naming each); members a GET shows that the service sets (\`id\`, \`created_at\`, ...) are accepted back and left as stored, so an object read can be sent back as it was.
 
 **Evidence surface.** Routes under \`/v1/mcp/\` take the same keys; the key's own tenant is implied. \`POST /v1/mcp\` is a Model Context Protocol server (Streamable HTTP) whose tools mirror these routes and add live runtime and trust proofs.`;
 
@@ -1387,6 +1524,7 @@ export function openApiDocument(options: { errorBase: string; serverUrl?: string
       { name: 'Deliveries', description: 'Delivery attempts as recorded.' },
       { name: 'Events', description: 'Operations on received events.' },
       { name: 'Saved payloads', description: 'Named JSON payloads a tenant keeps.' },
+      { name: 'API keys', description: 'The tenant\'s API keys: issue, list, revoke.' },
       { name: 'Logs', description: 'The tenant\'s pipeline log.' },
       { name: 'Evidence', description: 'The verifiable log of delivery outcomes: inclusion proofs, signed checkpoints, consistency proofs.' },
       { name: 'Evidence surface', description: 'The read-oriented surface under /v1/mcp: the MCP endpoint, planes, delivery status, evidence and logs by resource, all measured live.' },
@@ -1403,7 +1541,7 @@ export function openApiDocument(options: { errorBase: string; serverUrl?: string
           type: 'http',
           scheme: 'bearer',
           bearerFormat: 'hlk_<ulid>_<secret>',
-          description: `A tenant API key (\`npm run cli -- keys create\`). Scopes: ${SCOPES.map((s) => `\`${s}\``).join(', ')}. The scopes an operation lists in its security requirement are the ones the key must hold.`,
+          description: `A tenant API key (\`npm run cli -- keys create\`, or \`POST /v1/tenants/{tenant_id}/api-keys\`); a revoked or expired key answers 401. Scopes: ${SCOPES.map((s) => `\`${s}\``).join(', ')}. The scopes an operation lists in its security requirement are the ones the key must hold.`,
         },
       },
     },

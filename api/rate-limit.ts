@@ -4,6 +4,7 @@ import { AppError } from '../core/errors';
 import { withTimeout } from '../core/timeout';
 import { errorMessage, type Logger } from '../core/log';
 import type { Authenticated } from './auth';
+import { routeTemplateOf } from './route-templates';
 
 import type { RateLimits } from '../core/rate-limits';
 import { trimSlash } from '../core/rate-limits';
@@ -72,8 +73,10 @@ export interface RateLimitOptions {
   prefix: string;
   limits: RateLimits;
   log: Logger;
-  /** `METHOD /pattern` of a request; default {@link defaultRouteOf}. */
+  /** `METHOD /pattern` of a request; default {@link defaultRouteOf}, or the match among `routes`. */
   routeOf?: (req: Request) => string;
+  /** Route templates (`GET /v1/tenants/:tenantId/destinations/:id`) to key buckets by; see {@link routeTemplateOf}. */
+  routes?: readonly string[];
   /** Longest wait for Redis before the request goes through unlimited; default 250 ms. */
   timeoutMs?: number;
 }
@@ -86,7 +89,7 @@ export interface RateLimitOptions {
  */
 export function rateLimit(options: RateLimitOptions): RequestHandler {
   const { redis, prefix, limits, log } = options;
-  const routeOf = options.routeOf ?? defaultRouteOf;
+  const routeOf = options.routeOf ?? (options.routes ? routeTemplateOf(options.routes) : defaultRouteOf);
   const timeoutMs = options.timeoutMs ?? 250;
   // ioredis runs it with EVALSHA and falls back to EVAL when the script cache lacks it.
   redis.defineCommand(COMMAND, { numberOfKeys: 1, lua: GCRA });

@@ -75,6 +75,15 @@ export class BodyChecker {
     return v as T;
   }
 
+  /**
+   * Refuses every member not in `allowed`, each named in the errors. Routes allow what they
+   * write and what their GET shows (read-only members such as `id` or `created_at` are accepted
+   * and left as stored), so an object read can be sent back as it was.
+   */
+  only(allowed: readonly string[]): void {
+    for (const k of Object.keys(this.body)) if (!allowed.includes(k)) this.errors.push({ field: k, message: 'is not a member of this body' });
+  }
+
   fail(field: string, message: string): void {
     this.errors.push({ field, message });
   }

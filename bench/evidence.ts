@@ -15,6 +15,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Kafka } from 'kafkajs';
 import { loadConfig } from '../core/config';
+import { RUN_KEK } from './lib/service';
 import { Logger } from '../core/log';
 import { newId } from '../core/ids';
 import { CompactRange, consistencyProofNodes, inclusionProofNodes, verifyConsistency, verifyInclusion } from '../core/merkle';
@@ -105,7 +106,7 @@ async function main() {
   const dir = mkdtempSync(path.join(tmpdir(), 'hookline-bench-evidence-'));
   const log = new Logger('error');
   // the sink waits as long as the service's settings say (SINK_FLUSH_MS, SINK_BATCH_ROWS)
-  const config = loadConfig(process.env);
+  const config = loadConfig({ SECRETS_KEK: RUN_KEK, ...process.env });
   const results: Record<string, unknown> = { leaves_at_proof_time: LEAVES, seal_outcomes: SEAL_OUTCOMES, steady_rate_per_s: RATE };
   const kafkaServer = await startLocalKafka(path.join(dir, 'kafka'), { heap: '1g' });
   const kafka = createKafka(kafkaServer.brokers, 'bench-evidence');

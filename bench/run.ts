@@ -25,7 +25,7 @@ import { createKafka, ensureTopics } from '../platform/kafka/client';
 import { closedLoop, epochMs, paced, pool, post, taggedBody } from './lib/load';
 import { cpuBetween, cpuSnapshot, killAllChildren, REPO_ROOT, rssBytes, spawnScript, tail, type Child } from './lib/procs';
 import { chart, markdown, met, type Entry, type Results } from './lib/report';
-import { api, createFlows, ReceiverClient, startInstance, type Flow, type Infra, type ServiceInstance } from './lib/service';
+import { api, createFlows, ReceiverClient, RUN_KEK, startInstance, type Flow, type Infra, type ServiceInstance } from './lib/service';
 import { median, overReps, quantile, round, sleep, slope, summary } from './lib/stats';
 import { outcomeGenerator } from './lib/synthetic';
 
@@ -289,7 +289,7 @@ async function ingest(ctx: Ctx, svc: ServiceInstance, flow: Flow, bareUrl: strin
     unit: 'req/s',
     values: svcRates,
     baseline: { name: 'bare node:http 202', values: bareRates, unit: 'req/s' },
-    notes: `POST /v1/hooks/{ingester_id} with a 1 KB JSON body, ${S.concurrency} keep-alive connections without pipelining (undici Pool), closed loop, ${S.warmupS} s warm-up then ${S.seconds} s counted per repetition; 202 only after Kafka acknowledged the event (acks=all). The service process runs STAGES=api,deliver (nothing downstream consumes, so the figure is the Hook URL itself). Baseline: a bare node:http server in its own process that reads the body and answers 202 with a small JSON document, same load generator, alternating repetitions. ratio = value / baseline. CPU per accepted webhook (us, median): ${partsText(medianParts(cpuParts))}.`,
+    notes: `POST /v1/hooks/{ingester_id} with a 1 KB JSON body, ${S.concurrency} keep-alive connections without pipelining (undici Pool), closed loop, ${S.warmupS} s warm-up then ${S.seconds} s counted per repetition; 202 only after Kafka acknowledged the event (acks=all). The service process runs STAGES=api,deliver (nothing downstream consumes, so the figure is the Hook URL itself). Its ingest rate limits are set far above the load: the limiter still leases tokens from Redis as in production, but never refuses. Baseline: a bare node:http server in its own process that reads the body and answers 202 with a small JSON document, same load generator, alternating repetitions. ratio = value / baseline. CPU per accepted webhook (us, median): ${partsText(medianParts(cpuParts))}.`,
     details: { per_rep: { service: svcRates.map((x) => Math.round(x)), bare: bareRates.map((x) => Math.round(x)) }, errors, cpu_us_per_request_median: medianParts(cpuParts) },
   });
 }
@@ -324,7 +324,7 @@ async function delivery(ctx: Ctx, svc: ServiceInstance, flow: Flow): Promise<voi
       const now = Date.now();
       const values = await Promise.all(
         Array.from({ length: n }, (_, i) => {
-          const task: DeliveryTask = { delivery_id: newId('delivery'), event_id: newId('event'), tenant_id: 'demo', ingester_id: flow.ingesterId, destination_id: flow.destinationId, correlation_id: 'cor_bench', attempt: 1, not_before: now, received_at: now, content_type: 'application/json', body: Buffer.from(taggedBody(run, i, epochMs())), replay_of: null };
+          const task: DeliveryTask = { delivery_id: newId('delivery'), event_id: newId('event'), tenant_id: 'demo', ingester_id: flow.ingesterId, destination_id: flow.destinationId, correlation_id: 'cor_bench', attempt: 1, not_before: now, received_at: now, content_type: 'application/json', body: Buffer.from(taggedBody(run, i, epochMs())), replay_of: null, hops: 0 };
           return codec.encode(topics.deliveryRequested, 'DeliveryTask', task);
         }),
       );
@@ -625,7 +625,7 @@ async function memory(ctx: Ctx, pid: number, hookPool: ReturnType<typeof pool>, 
 async function scenarioSink(ctx: Ctx): Promise<void> {
   const n = S.sinkRows;
   // the sink's insert size, as the service reads it (SINK_BATCH_ROWS)
-  const batch = loadConfig(process.env).sinkBatchRows;
+  const batch = loadConfig({ SECRETS_KEK: RUN_KEK, ...process.env }).sinkBatchRows;
   const sinkRates: number[] = [];
   const rawRates: number[] = [];
   const cpuParts: Record<string, number>[] = [];

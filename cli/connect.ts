@@ -1,10 +1,13 @@
 import type { Kafka } from 'kafkajs';
-import { loadConfig, ConfigError, type Config } from '../core/config';
+import { existsSync } from 'node:fs';
+import { developmentKekFile, loadConfig, ConfigError, type Config } from '../core/config';
+import type { Keyring } from '../core/secrets/keyring';
 import { topicNames, type Topics } from '../core/topics';
 import { readRunFile } from '../infra/local';
 import { AvroCodec } from '../platform/avro/codec';
 import { ConfigStore } from '../platform/config-store/config-store';
 import { createKafka } from '../platform/kafka/client';
+import { loadKeyring } from '../platform/secrets/keyring-source';
 
 /** A failure the CLI reports as one line on stderr, exiting 1. */
 export class CliError extends Error {}
@@ -15,6 +18,7 @@ export interface CliContext {
   kafka: Kafka;
   codec: AvroCodec;
   store: ConfigStore;
+  keyring: Keyring;
   close(): Promise<void>;
 }
 
@@ -23,13 +27,7 @@ export interface CliContext {
  * file that `npm start` wrote under the same DATA_DIR.
  */
 export async function connect(): Promise<CliContext> {
-  let config: Config;
-  try {
-    config = loadConfig();
-  } catch (err) {
-    if (err instanceof ConfigError) throw new CliError(`invalid configuration: ${err.problems.join('; ')}`);
-    throw err;
-  }
+  const { config, keyring } = cliConfig();
   const run = readRunFile(config.dataDir);
   const brokers = config.kafkaBrokers ?? run?.kafka_brokers;
   const registryUrl = config.schemaRegistryUrl ?? run?.schema_registry_url;
@@ -40,7 +38,26 @@ export async function connect(): Promise<CliContext> {
   const kafka = createKafka(brokers, `hookline-cli-${process.pid}`);
   const codec = AvroCodec.connect(registryUrl);
   await codec.register({ [topics.config]: 'ConfigEntry' });
-  const store = new ConfigStore(kafka, codec, topics.config);
+  const store = new ConfigStore(kafka, codec, topics.config, keyring);
   await store.start();
-  return { config, topics, kafka, codec, store, close: () => store.stop() };
+  return { config, topics, kafka, codec, store, keyring, close: () => store.stop() };
+}
+
+/**
+ * The service's configuration and keyring, read as the service reads them. Beside `npm start`
+ * (no SECRETS_KEK/SECRETS_KEK_FILE set), the key development generated for this DATA_DIR is used.
+ */
+export function cliConfig(env: NodeJS.ProcessEnv = process.env): { config: Config; keyring: Keyring } {
+  try {
+    const given = { ...env };
+    if (!given.SECRETS_KEK?.trim() && !given.SECRETS_KEK_FILE?.trim()) {
+      const devFile = developmentKekFile(loadConfig({ ...given, HOOKLINE_ENV: 'development' }).dataDir, given.HOME?.trim() || undefined);
+      if (existsSync(devFile)) given.SECRETS_KEK_FILE = devFile;
+    }
+    const config = loadConfig(given);
+    return { config, keyring: loadKeyring(config.secrets) };
+  } catch (err) {
+    if (err instanceof ConfigError) throw new CliError(`invalid configuration: ${err.problems.join('; ')}`);
+    throw err;
+  }
 }

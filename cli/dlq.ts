@@ -1,6 +1,7 @@
 import { Redis } from 'ioredis';
 import { SingleBar, Presets } from 'cli-progress';
 import type { DeliveryTask } from '../platform/avro/records';
+import { createProducer } from '../platform/kafka/client';
 import { TopicTable } from '../platform/kafka/topic-table';
 import { replayDelivery } from '../platform/replay/replay';
 import { readRunFile } from '../infra/local';
@@ -25,7 +26,7 @@ export async function dlqReplay(args: { destination: string | undefined; progres
   const redisUrl = ctx.config.redisUrl ?? readRunFile(ctx.config.dataDir)?.redis_url;
   if (!redisUrl) throw new CliError(`no Redis found for DATA_DIR=${ctx.config.dataDir}: start the service with \`npm start\`, or set REDIS_URL`);
   const redis = new Redis(redisUrl, { maxRetriesPerRequest: 2, lazyConnect: true });
-  const producer = ctx.kafka.producer({ allowAutoTopicCreation: false });
+  const producer = createProducer(ctx.kafka);
   const dead: DeliveryTask[] = [];
   const table = new TopicTable<DeliveryTask>({
     kafka: ctx.kafka,

@@ -1,13 +1,20 @@
+import { Redis } from 'ioredis';
+import { AppError } from '../core/errors';
+import type { ApiKey } from '../core/model';
+import { readRunFile } from '../infra/local';
+import { apiKeyView } from '../api/routes/api-keys';
+import { KeyUsage } from '../platform/redis/key-usage';
 import { TENANT_ID_PATTERN } from '../core/ids';
 import { parseScopes, SCOPES } from '../core/scopes';
-import { ensureTenant, issueApiKey, type IssuedKey } from '../platform/config-store/tenants';
-import { CliError, connect } from './connect';
+import { ensureTenant, issueApiKey, makeRoomForApiKey, type IssuedKey } from '../platform/config-store/tenants';
+import { CliError, connect, type CliContext } from './connect';
 
 export interface KeysCreateArgs {
   tenant: string | undefined;
   scopes: string | undefined;
   expiresAt?: string | undefined;
   resources?: string | undefined;
+  name?: string | undefined;
 }
 
 /** `keys create`: creates the tenant if needed and issues a key; the plain key is printed once. */
@@ -24,11 +31,73 @@ export async function keysCreate(args: KeysCreateArgs): Promise<IssuedKey> {
     if (Number.isNaN(t)) throw new CliError(`--expires-at "${args.expiresAt}" is not an ISO 8601 time`);
     expiresAt = new Date(t).toISOString();
   }
+  if (args.name !== undefined && (args.name.trim() === '' || args.name.length > 200)) throw new CliError('--name must be 1 to 200 characters, not blank');
   const resourceIds = args.resources ? args.resources.split(',').map((s) => s.trim()).filter(Boolean) : null;
   const ctx = await connect();
   try {
     await ensureTenant(ctx.store, args.tenant);
-    return await issueApiKey(ctx.store, args.tenant, scopes, { expiresAt, resourceIds });
+    try {
+      await makeRoomForApiKey(ctx.store, args.tenant, ctx.config.quotas.api_keys);
+    } catch (err) {
+      if (err instanceof AppError) throw new CliError(`tenant ${args.tenant}: ${err.message} (MAX_API_KEYS_PER_TENANT)`);
+      throw err;
+    }
+    return await issueApiKey(ctx.store, args.tenant, scopes, { expiresAt, resourceIds, name: args.name?.trim() ?? null });
+  } finally {
+    await ctx.close();
+  }
+}
+
+function checkTenant(command: string, tenant: string | undefined): string {
+  if (!tenant) throw new CliError(`${command} needs --tenant <id>`);
+  if (!TENANT_ID_PATTERN.test(tenant)) throw new CliError(`--tenant "${tenant}" is not a tenant id (lower-case letters, digits, "-" and "_", at most 63)`);
+  return tenant;
+}
+
+/** Last uses from the service's Redis when it can be reached; otherwise every key shows null. */
+async function lastUsedOf(ctx: CliContext, tenant: string, keys: ApiKey[]): Promise<Map<string, string | null>> {
+  const url = ctx.config.redisUrl ?? readRunFile(ctx.config.dataDir)?.redis_url;
+  if (!url) return new Map();
+  const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1, enableOfflineQueue: false, connectTimeout: 2_000, retryStrategy: () => null });
+  redis.on('error', () => undefined);
+  try {
+    await redis.connect();
+    return await new KeyUsage(redis, ctx.config.topicPrefix, 60_000).lastUsed(tenant, keys.map((k) => k.id));
+  } catch {
+    return new Map();
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/** `keys list`: the tenant's keys as the API shows them (no secret, no hash), revoked ones included. */
+export async function keysList(args: { tenant: string | undefined }): Promise<{ tenant_id: string; api_keys: ReturnType<typeof apiKeyView>[] }> {
+  const tenant = checkTenant('keys list', args.tenant);
+  const ctx = await connect();
+  try {
+    await ctx.store.sync();
+    const keys = ctx.store.list('api_key', tenant);
+    const used = await lastUsedOf(ctx, tenant, keys);
+    return { tenant_id: tenant, api_keys: keys.map((k) => apiKeyView(k, used.get(k.id) ?? null)) };
+  } finally {
+    await ctx.close();
+  }
+}
+
+/** `keys revoke`: every API process refuses the key once it reads the revocation (about 100 ms). */
+export async function keysRevoke(args: { tenant: string | undefined; id: string | undefined }): Promise<ReturnType<typeof apiKeyView>> {
+  const tenant = checkTenant('keys revoke', args.tenant);
+  if (!args.id) throw new CliError('keys revoke needs --id <key id>');
+  if (!/^key_[0-9a-hjkmnp-tv-z]{26}$/.test(args.id)) throw new CliError(`--id "${args.id}" is not a key id (key_<ulid>)`);
+  const ctx = await connect();
+  try {
+    await ctx.store.sync();
+    const key = ctx.store.get('api_key', tenant, args.id);
+    if (!key) throw new CliError(`tenant ${tenant} has no API key ${args.id}`);
+    if (key.revoked_at) return apiKeyView(key, null);
+    const revoked: ApiKey = { ...key, revoked_at: new Date().toISOString() };
+    if (!(await ctx.store.update(revoked))) throw new CliError(`tenant ${tenant} has no API key ${args.id}`);
+    return apiKeyView(revoked, null);
   } finally {
     await ctx.close();
   }

@@ -1,10 +1,10 @@
 import { parseArgs } from 'node:util';
 import { errorMessage } from '../core/log';
-import { CliError } from './connect';
-import { keysCreate } from './keys';
+import { cliConfig, CliError } from './connect';
+import { keysCreate, keysList, keysRevoke } from './keys';
+import { secretsRotate } from './secrets';
 import { dlqReplay } from './dlq';
 import { DEFAULT_STATE_FILE, verifyDeliveryEvidence, type VerifyOptions } from './evidence';
-import { loadConfig } from '../core/config';
 import { readRunFile } from '../infra/local';
 
 /** The options of `evidence verify`, from its arguments and the environment. */
@@ -21,7 +21,7 @@ function evidenceOptions(rest: string[], values: Record<string, string | boolean
     attempt = Number(values.attempt);
   }
   let apiUrl = typeof values['api-url'] === 'string' ? values['api-url'] : process.env.HOOKLINE_API_URL;
-  if (!apiUrl) apiUrl = readRunFile(loadConfig().dataDir)?.api_url ?? undefined;
+  if (!apiUrl) apiUrl = readRunFile(cliConfig().config.dataDir)?.api_url ?? undefined;
   if (!apiUrl) throw new CliError('no API found: pass --api-url or set HOOKLINE_API_URL (or run it beside `npm start`)');
   return {
     deliveryId,
@@ -35,8 +35,11 @@ function evidenceOptions(rest: string[], values: Record<string, string | boolean
 }
 
 const USAGE = `usage:
-  npm run cli -- keys create --tenant <id> --scopes <comma,list|all> [--expires-at <ISO time>] [--resources <id,id>]
+  npm run cli -- keys create --tenant <id> --scopes <comma,list|all> [--name <text>] [--expires-at <ISO time>] [--resources <id,id>]
+  npm run cli -- keys list --tenant <id>
+  npm run cli -- keys revoke --tenant <id> --id <key id>
   npm run cli -- dlq replay --destination <destination id> [--no-progress]
+  npm run cli -- secrets rotate
   npm run cli -- evidence verify <delivery id> --tenant <id> [--attempt <n>] [--api-url <url>] [--state <file>] [--verifier-key <key>]
                  (the API key comes from HOOKLINE_API_KEY)`;
 
@@ -49,6 +52,8 @@ async function main(argv: string[]): Promise<void> {
       scopes: { type: 'string' },
       'expires-at': { type: 'string' },
       resources: { type: 'string' },
+      name: { type: 'string' },
+      id: { type: 'string' },
       destination: { type: 'string' },
       'no-progress': { type: 'boolean' },
       attempt: { type: 'string' },
@@ -70,13 +75,25 @@ async function main(argv: string[]): Promise<void> {
   const command = positionals.join(' ');
   switch (command) {
     case 'keys create': {
-      const key = await keysCreate({ tenant: values.tenant, scopes: values.scopes, expiresAt: values['expires-at'], resources: values.resources });
+      const key = await keysCreate({ tenant: values.tenant, scopes: values.scopes, expiresAt: values['expires-at'], resources: values.resources, name: values.name });
       process.stdout.write(`${JSON.stringify({ tenant_id: key.tenant_id, key_id: key.key_id, api_key: key.api_key, scopes: key.scopes })}\n`);
+      return;
+    }
+    case 'keys list': {
+      process.stdout.write(`${JSON.stringify(await keysList({ tenant: values.tenant }))}\n`);
+      return;
+    }
+    case 'keys revoke': {
+      process.stdout.write(`${JSON.stringify(await keysRevoke({ tenant: values.tenant, id: values.id }))}\n`);
       return;
     }
     case 'dlq replay': {
       const summary = await dlqReplay({ destination: values.destination, progress: !values['no-progress'] });
       process.stdout.write(`${JSON.stringify(summary)}\n`);
+      return;
+    }
+    case 'secrets rotate': {
+      process.stdout.write(`${JSON.stringify(await secretsRotate())}\n`);
       return;
     }
     default:

@@ -12,7 +12,9 @@ export type AddressClass =
   | 'reserved'
   | 'cgnat'
   | 'documentation'
-  | 'invalid';
+  | 'invalid'
+  /** an address and port where this service itself listens (see own-listeners.ts) */
+  | 'own-listener';
 
 export interface Cidr {
   readonly family: 4 | 6;

@@ -1,5 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { ulid } from './ids';
+import type { ApiKey } from './model';
 
 /**
  * API keys look like `hlk_<ulid>_<secret>`: the middle part names the key (`key_<ulid>`) so
@@ -26,4 +27,13 @@ export function apiKeyMatches(apiKey: string, storedSha256: string): boolean {
   const given = Buffer.from(hashApiKey(apiKey), 'hex');
   const stored = Buffer.from(storedSha256, 'hex');
   return given.length === stored.length && timingSafeEqual(given, stored);
+}
+
+export type ApiKeyStatus = 'active' | 'expired' | 'revoked';
+
+/** Revocation wins over expiry: a key revoked before it expired still reads as revoked. */
+export function keyStatus(key: Pick<ApiKey, 'expires_at' | 'revoked_at'>, now = Date.now()): ApiKeyStatus {
+  if (key.revoked_at) return 'revoked';
+  if (key.expires_at && Date.parse(key.expires_at) <= now) return 'expired';
+  return 'active';
 }

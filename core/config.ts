@@ -1,8 +1,13 @@
+import { createHash } from 'node:crypto';
+import { homedir } from 'node:os';
 import path from 'node:path';
+import { KeyringError, parseKeyring } from './secrets/keyring';
 import { parseAllowList, type AllowList } from './address-policy';
-import { parseRateLimits, type RateLimits } from './rate-limits';
+import { parseRateLimit, parseRateLimits, type RateLimit, type RateLimits } from './rate-limits';
+import { DEFAULT_QUOTAS, type Quotas } from './quotas';
 import { isScope, SCOPES, type Scope } from './scopes';
 import { DEFAULT_RETRY_SCHEDULE_MS, parseSchedule } from './retry-schedule';
+import { DEFAULT_FILTER_LIMITS, type FilterLimits } from './filters';
 import { DEFAULT_RETRY_TIERS_MS } from './topics';
 import { parseSignerKey } from './signed-note';
 
@@ -12,6 +17,13 @@ import { parseSignerKey } from './signed-note';
  * configuration table lists the same variables (a test keeps them in step).
  */
 export interface Config {
+  /** `production` (the strict defaults) or `development` (`npm start`: some defaults relaxed, loudly). */
+  environment: Environment;
+  /**
+   * The defaults development mode relaxed, one line each, printed at start so that nobody takes a
+   * development setup for a production one. Empty in production.
+   */
+  relaxedDefaults: string[];
   port: number;
   host: string;
   publicBaseUrl: string;
@@ -34,6 +46,12 @@ export interface Config {
   clickhouseDatabase: string;
   stages: StageName[];
   ingestMaxBodyBytes: number;
+  /** What the filter stage reads of an event at most; an event beyond it goes to `events.dlq`. */
+  filterLimits: FilterLimits;
+  /** Deliveries of this service a webhook may have passed through before a Hook URL refuses it. */
+  maxHops: number;
+  /** Destinations one event may be delivered to. */
+  maxFanout: number;
   deliveryTimeoutMs: number;
   deliveryConnectTimeoutMs: number;
   bootstrapDemoTenant: boolean;
@@ -47,7 +65,13 @@ export interface Config {
   sinkFlushMs: number;
   ingestLingerMs: number;
   idempotencyTtlSeconds: number;
+  /** A process records an API key's last use at most once per this many seconds. */
+  apiKeyLastUsedIntervalSeconds: number;
   rateLimits: RateLimits;
+  /** Webhooks a Hook URL, and all Hook URLs of one tenant, accept; `null` is off. */
+  ingestRateLimits: { perHook: RateLimit | null; perTenant: RateLimit | null; timeoutMs: number };
+  /** Most objects of each kind one tenant may hold. */
+  quotas: Quotas;
   disabledWriteGroups: Scope[];
   /** Unset: generated once and kept under the data dir. */
   evidenceSigningKey: string | undefined;
@@ -56,13 +80,32 @@ export interface Config {
   evidenceBatchAgeMs: number;
   /** Refuse destination URLs that are not https. */
   destinationHttpsOnly: boolean;
+  /** Where the key-encryption keys that seal stored secrets come from (see platform/secrets/keyring-source.ts). */
+  secrets: SecretsKeySource;
   /** Thresholds of the runtime proofs. */
   proofs: { lagThreshold: number; graceMs: number; dlqThreshold: number };
+}
+
+/** The keyring's source: the keys themselves, or a file holding them (outside DATA_DIR). */
+export interface SecretsKeySource {
+  /** `id:base64[,id:base64…]`; never printed. */
+  kek: string | undefined;
+  kekFile: string | undefined;
+  /** Development only: create the file with a new key when it does not exist. */
+  generate: boolean;
+}
+
+/** Where development keeps the generated key of one data dir: outside it, so a copy of the data holds no key. */
+export function developmentKekFile(dataDir: string, home = homedir()): string {
+  const hash = createHash('sha256').update(path.resolve(dataDir)).digest('hex').slice(0, 16);
+  return path.join(home, '.hookline', 'keys', `${hash}.kek`);
 }
 
 export const STAGE_NAMES = ['api', 'validate', 'filter', 'route', 'deliver', 'retry', 'evidence', 'sink'] as const;
 export type StageName = (typeof STAGE_NAMES)[number];
 export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
+export const ENVIRONMENTS = ['production', 'development'] as const;
+export type Environment = (typeof ENVIRONMENTS)[number];
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
 export interface SettingDoc {
@@ -163,6 +206,12 @@ class Reader {
     return limits;
   }
 
+  rateLimit(name: string, fallback: string): RateLimit | null {
+    const { limit, error } = parseRateLimit(this.raw(name) ?? fallback);
+    if (error) this.errors.push(`${name}: ${error}`);
+    return limit;
+  }
+
   schedule(name: string, fallback: number[]): number[] {
     const v = this.raw(name);
     if (v === undefined) return fallback;
@@ -192,6 +241,15 @@ export class ConfigError extends Error {
 /** Reads and validates the whole configuration; every problem is reported at once. */
 export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config {
   const r = new Reader(env);
+  const environment = r.oneOf('HOOKLINE_ENV', ENVIRONMENTS, 'production');
+  const development = environment === 'development';
+  const relaxedDefaults: string[] = [];
+  /** A setting's default: the strict one, or in development the relaxed one, noted for the start-up notice. */
+  const strictUnless = (name: string, strict: string, relaxed: string, why: string): string => {
+    if (!development || r.raw(name) !== undefined) return strict;
+    relaxedDefaults.push(`${name}=${relaxed}: ${why}`);
+    return relaxed;
+  };
   const port = r.integer('PORT', 8080, 0, 65535);
   const host = r.string('HOST', '127.0.0.1');
   const publicBaseUrl = r.optionalUrl('PUBLIC_BASE_URL', ['http:', 'https:']) ?? `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`;
@@ -206,13 +264,17 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
   const clickhouseDatabase = r.string('CLICKHOUSE_DATABASE', 'hookline');
   if (!/^[a-zA-Z_][a-zA-Z0-9_]*$/.test(clickhouseDatabase)) r.errors.push(`CLICKHOUSE_DATABASE: must be an identifier ([A-Za-z_][A-Za-z0-9_]*), got "${clickhouseDatabase}"`);
   const stages = parseStages(r);
+  const dataDir = path.resolve(cwd, r.string('DATA_DIR', '.data'));
+  const secrets = secretsKeySource(r, { dataDir, development, relaxedDefaults, cwd, home: env.HOME?.trim() || undefined });
 
   const config: Config = {
+    environment,
+    relaxedDefaults,
     port,
     host,
     publicBaseUrl,
     errorBase,
-    dataDir: path.resolve(cwd, r.string('DATA_DIR', '.data')),
+    dataDir,
     logLevel: r.oneOf('LOG_LEVEL', LOG_LEVELS, 'info'),
     kafkaBrokers,
     kafkaReplicationFactor: r.integer('KAFKA_REPLICATION_FACTOR', kafkaBrokers ? 3 : 1, 1, 16),
@@ -226,12 +288,19 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     clickhouseDatabase,
     stages,
     ingestMaxBodyBytes: r.integer('INGEST_MAX_BODY_BYTES', 1_048_576, 1, 64 * 1_048_576),
+    filterLimits: {
+      maxBodyBytes: r.integer('FILTER_MAX_BODY_BYTES', DEFAULT_FILTER_LIMITS.maxBodyBytes, 1, 64 * 1_048_576),
+      maxJsonDepth: r.integer('FILTER_MAX_JSON_DEPTH', DEFAULT_FILTER_LIMITS.maxJsonDepth, 1, 1_000),
+      maxHeaderBytes: r.integer('FILTER_MAX_HEADER_BYTES', DEFAULT_FILTER_LIMITS.maxHeaderBytes, 1, 1_048_576),
+    },
+    maxHops: r.integer('MAX_HOPS', 3, 0, 100),
+    maxFanout: r.integer('MAX_FANOUT', 50, 1, 10_000),
     deliveryTimeoutMs: r.integer('DELIVERY_TIMEOUT_MS', 15_000, 100, 600_000),
     deliveryConnectTimeoutMs: r.integer('DELIVERY_CONNECT_TIMEOUT_MS', 5_000, 50, 600_000),
     bootstrapDemoTenant: r.boolean('BOOTSTRAP_DEMO_TENANT', true),
     retryScheduleMs: r.schedule('RETRY_SCHEDULE', DEFAULT_RETRY_SCHEDULE_MS),
     retryTiersMs: r.schedule('RETRY_TIERS', DEFAULT_RETRY_TIERS_MS).filter((t) => t > 0),
-    destinationAllowedNetworks: r.allowList('DESTINATION_ALLOWED_NETWORKS', 'loopback'),
+    destinationAllowedNetworks: r.allowList('DESTINATION_ALLOWED_NETWORKS', strictUnless('DESTINATION_ALLOWED_NETWORKS', 'none', 'loopback', 'deliveries may go to loopback addresses (127.0.0.0/8, ::1)')),
     breaker: {
       errorThresholdPercentage: r.integer('BREAKER_ERROR_PERCENT', 50, 1, 100),
       volumeThreshold: r.integer('BREAKER_MIN_ATTEMPTS', 5, 1, 10_000),
@@ -244,13 +313,27 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     sinkFlushMs: r.integer('SINK_FLUSH_MS', 500, 10, 60_000),
     ingestLingerMs: r.integer('INGEST_LINGER_MS', 0, 0, 1_000),
     idempotencyTtlSeconds: r.integer('IDEMPOTENCY_TTL_SECONDS', 86_400, 1, 30 * 86_400),
+    apiKeyLastUsedIntervalSeconds: r.integer('API_KEY_LAST_USED_INTERVAL_SECONDS', 60, 1, 86_400),
     rateLimits: r.rateLimits('RATE_LIMITS', 'default=600/60s'),
+    ingestRateLimits: {
+      perHook: r.rateLimit('INGEST_RATE_LIMIT_PER_HOOK', '500/1s'),
+      perTenant: r.rateLimit('INGEST_RATE_LIMIT_PER_TENANT', '2000/1s'),
+      timeoutMs: r.integer('INGEST_RATE_LIMIT_TIMEOUT_MS', 200, 10, 10_000),
+    },
+    quotas: {
+      ingesters: r.integer('MAX_INGESTERS_PER_TENANT', DEFAULT_QUOTAS.ingesters, 1, 1_000_000),
+      destinations: r.integer('MAX_DESTINATIONS_PER_TENANT', DEFAULT_QUOTAS.destinations, 1, 1_000_000),
+      delivery_flows: r.integer('MAX_FLOWS_PER_TENANT', DEFAULT_QUOTAS.delivery_flows, 1, 1_000_000),
+      saved_payloads: r.integer('MAX_SAVED_PAYLOADS_PER_TENANT', DEFAULT_QUOTAS.saved_payloads, 1, 1_000_000),
+      api_keys: r.integer('MAX_API_KEYS_PER_TENANT', DEFAULT_QUOTAS.api_keys, 1, 1_000_000),
+    },
     disabledWriteGroups: r.writeGroups('DISABLED_WRITE_GROUPS'),
     evidenceSigningKey: r.signerKey('EVIDENCE_SIGNING_KEY'),
     evidenceOrigin: r.noteName('EVIDENCE_ORIGIN'),
     evidenceBatchSize: r.integer('EVIDENCE_BATCH_SIZE', 1_000, 1, 2_000),
     evidenceBatchAgeMs: r.integer('EVIDENCE_BATCH_AGE_MS', 200, 1, 60_000),
     destinationHttpsOnly: r.boolean('DESTINATION_HTTPS_ONLY', false),
+    secrets,
     proofs: {
       lagThreshold: r.integer('PROOF_LAG_THRESHOLD', 10_000, 0, 1_000_000_000),
       graceMs: r.integer('PROOF_GRACE_MS', 300_000, 1_000, 86_400_000),
@@ -259,6 +342,37 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
   };
   if (r.errors.length > 0) throw new ConfigError(r.errors);
   return config;
+}
+
+const MAKE_KEK = 'make one with `echo "k1:$(openssl rand -base64 32)"` and keep it outside DATA_DIR';
+
+function secretsKeySource(r: Reader, at: { dataDir: string; development: boolean; relaxedDefaults: string[]; cwd: string; home: string | undefined }): SecretsKeySource {
+  const { dataDir, cwd } = at;
+  const kek = r.raw('SECRETS_KEK');
+  const file = r.raw('SECRETS_KEK_FILE');
+  if (kek !== undefined && file !== undefined) r.errors.push('SECRETS_KEK and SECRETS_KEK_FILE: set one, not both');
+  if (kek !== undefined) {
+    try {
+      parseKeyring(kek, 'SECRETS_KEK');
+    } catch (err) {
+      if (!(err instanceof KeyringError)) throw err;
+      r.errors.push(err.message);
+    }
+    return { kek, kekFile: undefined, generate: false };
+  }
+  if (file !== undefined) {
+    const kekFile = path.resolve(cwd, file);
+    const relative = path.relative(dataDir, kekFile);
+    if (!relative.startsWith('..') && !path.isAbsolute(relative)) r.errors.push(`SECRETS_KEK_FILE: must lie outside DATA_DIR (${dataDir}): a copy of the data must not carry its key`);
+    return { kek: undefined, kekFile, generate: false };
+  }
+  if (at.development) {
+    const kekFile = developmentKekFile(dataDir, at.home);
+    at.relaxedDefaults.push(`SECRETS_KEK_FILE=${kekFile}: the key that encrypts stored secrets is generated on first start and kept there (outside DATA_DIR); without it the data's secrets cannot be read`);
+    return { kek: undefined, kekFile, generate: true };
+  }
+  r.errors.push(`SECRETS_KEK or SECRETS_KEK_FILE is required: the key-encryption key that seals stored secrets, as id:base64 of 32 random bytes; ${MAKE_KEK}`);
+  return { kek: undefined, kekFile: undefined, generate: false };
 }
 
 function parseStages(r: Reader): StageName[] {
@@ -272,6 +386,7 @@ function parseStages(r: Reader): StageName[] {
 
 /** The documented settings, in the order the README lists them. */
 export const SETTINGS: SettingDoc[] = [
+  { env: 'HOOKLINE_ENV', default: 'production', unit: 'production, development', description: '`development` relaxes the defaults marked so below for local use and prints each relaxation at start; `npm start` runs in development unless this is set. Every default is the strict one in `production`.' },
   { env: 'PORT', default: '8080', unit: 'TCP port', description: 'Port of the HTTP API and the Hook URLs.' },
   { env: 'HOST', default: '127.0.0.1', unit: 'address', description: 'Address the HTTP server binds to (0.0.0.0 in containers).' },
   { env: 'PUBLIC_BASE_URL', default: 'http://HOST:PORT', unit: 'URL', description: 'Base of the Hook URLs handed to senders.' },
@@ -290,11 +405,16 @@ export const SETTINGS: SettingDoc[] = [
   { env: 'CLICKHOUSE_DATABASE', default: 'hookline', unit: 'identifier', description: 'Database holding the query tables; created and migrated at start.' },
   { env: 'STAGES', default: 'all', unit: 'list', description: 'Stages this process runs: all, or a comma list of api, validate, filter, route, deliver, retry, evidence, sink. `--stage <name>` on the command line overrides it.' },
   { env: 'INGEST_MAX_BODY_BYTES', default: '1048576', unit: 'bytes', description: 'Largest webhook body a Hook URL accepts; larger gets 413.' },
+  { env: 'FILTER_MAX_BODY_BYTES', default: '262144', unit: 'bytes', description: 'Largest body a filter body rule reads. An event whose body rules need a larger body is not filtered: it goes to `events.dlq` with the reason (`failed`, `dlq_queued`).' },
+  { env: 'FILTER_MAX_JSON_DEPTH', default: '32', unit: 'levels', description: 'Deepest nesting of JSON arrays and objects a filter body rule reads; a deeper body goes to `events.dlq` like a larger one.' },
+  { env: 'FILTER_MAX_HEADER_BYTES', default: '8192', unit: 'bytes', description: 'Most bytes of one header (all its values together) a filter `matches` rule reads; a longer header goes to `events.dlq` like a larger body.' },
+  { env: 'MAX_HOPS', default: '3', unit: 'deliveries', description: 'Deliveries of this service a webhook may already have passed through (its `X-Hookline-Hops` header); beyond it a Hook URL answers 422, so that chains of destinations and Hook URLs cannot loop.' },
+  { env: 'MAX_FANOUT', default: '50', unit: 'destinations', description: 'Distinct destinations across the delivery flows of one ingester (422 on write); routing delivers to the first this many by destination id and logs the rest as left out.' },
   { env: 'DELIVERY_TIMEOUT_MS', default: '15000', unit: 'milliseconds', description: 'Total time allowed for one delivery attempt.' },
   { env: 'DELIVERY_CONNECT_TIMEOUT_MS', default: '5000', unit: 'milliseconds', description: 'Time allowed to open the connection of one delivery attempt.' },
   { env: 'RETRY_SCHEDULE', default: '0,5s,5m,30m,2h,5h,10h,10h', unit: 'durations (ms, s, m, h, d)', description: 'Wait before each delivery attempt (the first is usually 0); ±10% jitter is added. A destination may carry its own `retry_schedule_ms`.' },
   { env: 'RETRY_TIERS', default: '1s,5s,30s,5m,30m,2h,5h', unit: 'durations', description: 'Delay topics `deliveries.retry.<tier>` that carry waiting deliveries; a wait is spent hopping through them, never in a timer in memory.' },
-  { env: 'DESTINATION_ALLOWED_NETWORKS', default: 'loopback', unit: 'list of CIDRs, IPs, `loopback`, `private`, `none`', description: 'Non-public addresses deliveries may connect to (SSRF guard); everything else private, link-local or cloud-metadata is refused at connect time. Use `none` in production.' },
+  { env: 'DESTINATION_ALLOWED_NETWORKS', default: 'none (development: loopback)', unit: 'list of CIDRs, IPs, `loopback`, `private`, `none`', description: 'Non-public addresses deliveries may connect to (SSRF guard); everything else private, loopback, link-local or cloud-metadata is refused. Cloud-metadata addresses only when listed one by one.' },
   { env: 'BREAKER_ERROR_PERCENT', default: '50', unit: 'percent', description: 'Share of failed attempts in the window that opens a destination\'s circuit breaker.' },
   { env: 'BREAKER_MIN_ATTEMPTS', default: '5', unit: 'attempts', description: 'Attempts in the window before the breaker may open.' },
   { env: 'BREAKER_RESET_MS', default: '30000', unit: 'milliseconds', description: 'How long an open breaker holds deliveries back before one trial attempt (half-open).' },
@@ -306,12 +426,23 @@ export const SETTINGS: SettingDoc[] = [
   { env: 'INGEST_LINGER_MS', default: '0', unit: 'milliseconds', description: 'How long the Hook URL waits to gather concurrent webhooks into one Kafka request (0: one event-loop turn).' },
   { env: 'IDEMPOTENCY_TTL_SECONDS', default: '86400', unit: 'seconds', description: 'How long an `Idempotency-Key` and its answer are kept (per tenant and API key, in Redis).' },
   { env: 'RATE_LIMITS', default: 'default=600/60s', unit: '`default=N/window;METHOD /path=N/window`', description: 'Requests per API key and route (path with `:tenantId` and `:id`, e.g. `POST /v1/tenants/:tenantId/destinations=20/60s`); windows in s, m or h. Over it: 429 with Retry-After.' },
+  { env: 'INGEST_RATE_LIMIT_PER_HOOK', default: '500/1s', unit: '`N/window` (s, m, h) or `off`', description: 'Webhooks one Hook URL accepts, counted across all processes in Redis; over it: 429 `rate-limit-exceeded` with Retry-After, nothing stored. Far above what a provider ordinarily sends one endpoint, low enough that one runaway sender cannot take a process (about 7000 webhooks/s in the benchmark) for itself. Processes take tokens in leases of 2% of the limit (at most 50), so N processes may admit up to N leases more. Fails open when Redis does not answer.' },
+  { env: 'INGEST_RATE_LIMIT_PER_TENANT', default: '2000/1s', unit: '`N/window` (s, m, h) or `off`', description: 'Webhooks all Hook URLs of one tenant accept together, as INGEST_RATE_LIMIT_PER_HOOK: four Hook URLs at their own limit at once, yet under a third of what one process accepts, so one tenant cannot take a process.' },
+  { env: 'INGEST_RATE_LIMIT_TIMEOUT_MS', default: '200', unit: 'milliseconds', description: 'Longest wait for Redis when a process needs a new lease of ingest tokens; past it the webhook is accepted, and so are all for the next second (fail open, logged at most every 10 s with the count).' },
+  { env: 'MAX_INGESTERS_PER_TENANT', default: '1000', unit: 'ingesters', description: 'Most ingesters (Hook URLs) one tenant may hold; one more is 403 quota-exceeded.' },
+  { env: 'MAX_DESTINATIONS_PER_TENANT', default: '1000', unit: 'destinations', description: 'Most destinations one tenant may hold; one more is 403 quota-exceeded.' },
+  { env: 'MAX_FLOWS_PER_TENANT', default: '1000', unit: 'delivery flows', description: 'Most delivery flows one tenant may hold (also those an ingester create makes); one more is 403 quota-exceeded.' },
+  { env: 'MAX_SAVED_PAYLOADS_PER_TENANT', default: '10000', unit: 'saved payloads', description: 'Most saved payloads one tenant may hold; one more is 403 quota-exceeded.' },
+  { env: 'MAX_API_KEYS_PER_TENANT', default: '100', unit: 'API keys', description: 'Most usable (not revoked, not expired) API keys one tenant may hold; one more is 403 quota-exceeded from the API, and `keys create` refuses it. Retired keys stay listed up to the same number, the oldest deleted first.' },
+  { env: 'API_KEY_LAST_USED_INTERVAL_SECONDS', default: '60', unit: 'seconds', description: 'An API process records a key\'s `last_used_at` in Redis at most once per this interval per key (not on every request), so the time shown is accurate to about it.' },
   { env: 'DISABLED_WRITE_GROUPS', default: '(empty)', unit: 'list of write scopes', description: 'Write groups switched off, e.g. `write:destinations`: their routes answer 403 write-tool-disabled with `tool_group`.' },
   { env: 'EVIDENCE_SIGNING_KEY', default: 'unset: generated', unit: 'note signer key', description: 'Ed25519 key that signs the evidence checkpoints, as `PRIVATE+KEY+<origin>+<key id>+<base64>` (the C2SP signed-note / Go `note` format); its name is the log\'s origin. Unset, one is generated on first start and kept in `DATA_DIR/evidence/signing-key`. Processes split by `--stage` must share it.' },
   { env: 'EVIDENCE_ORIGIN', default: 'hookline/evidence/<random>', unit: 'string', description: 'Origin (first checkpoint line and key name) given to a generated signing key.' },
   { env: 'EVIDENCE_BATCH_SIZE', default: '1000', unit: 'leaves', description: 'Most delivery outcomes sealed into one signed checkpoint (at most 2000).' },
   { env: 'EVIDENCE_BATCH_AGE_MS', default: '200', unit: 'milliseconds', description: 'Longest an outcome waits before its batch is sealed.' },
   { env: 'DESTINATION_HTTPS_ONLY', default: 'false', unit: 'boolean', description: 'Refuse destination URLs that are not `https:` (400 on create). Off by default so the quick start can deliver to a local `http:` receiver; TRUST-007 fails while it is off or any destination is `http:`.' },
+  { env: 'SECRETS_KEK', default: 'required (development: generated)', unit: '`id:base64` list', description: 'Key-encryption keys that seal every stored secret (provider and destination secrets, destination credentials, the evidence signing key file, idempotency answers): comma-separated `id:base64` of 32 random bytes (`echo "k1:$(openssl rand -base64 32)"`). The first seals, all open: put a new key first to rotate. Required in production (or SECRETS_KEK_FILE); development generates one into `~/.hookline/keys/`.' },
+  { env: 'SECRETS_KEK_FILE', default: 'unset (development: `~/.hookline/keys/<hash of DATA_DIR>.kek`)', unit: 'path', description: 'File holding the same as SECRETS_KEK (one key per line or comma-separated); must lie outside DATA_DIR. Development creates it (mode 0600) on first start.' },
   { env: 'PROOF_LAG_THRESHOLD', default: '10000', unit: 'records', description: 'Consumer lag of a stage (PROOF-002) or of the sink (PROOF-004) above which the proof fails.' },
   { env: 'PROOF_GRACE_MS', default: '300000', unit: 'milliseconds', description: 'How long an accepted event may rest at `received`, or a delivered attempt wait for `acked`, before PROOF-001 counts it as unaccounted; also the slack PROOF-003 and PROOF-010 allow beyond a breaker\'s or a retry tier\'s delay.' },
   { env: 'PROOF_DLQ_THRESHOLD', default: '1000', unit: 'deliveries', description: 'Dead deliveries of a tenant not yet retried above which PROOF-009 fails.' },

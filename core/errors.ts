@@ -9,8 +9,10 @@ export type ErrorSlug =
   | 'insufficient-scope'
   | 'permission-denied'
   | 'write-tool-disabled'
+  | 'quota-exceeded'
   | 'not-found'
   | 'method-not-allowed'
+  | 'not-acceptable'
   | 'conflict'
   | 'idempotency-conflict'
   | 'payload-too-large'
@@ -26,8 +28,10 @@ export const STATUS_OF: Record<ErrorSlug, number> = {
   'insufficient-scope': 403,
   'permission-denied': 403,
   'write-tool-disabled': 403,
+  'quota-exceeded': 403,
   'not-found': 404,
   'method-not-allowed': 405,
+  'not-acceptable': 406,
   conflict: 409,
   'idempotency-conflict': 409,
   'payload-too-large': 413,
@@ -44,8 +48,10 @@ export const TITLE_OF: Record<ErrorSlug, string> = {
   'insufficient-scope': 'Insufficient scope',
   'permission-denied': 'Permission denied',
   'write-tool-disabled': 'Write tool disabled',
+  'quota-exceeded': 'Quota exceeded',
   'not-found': 'Not found',
   'method-not-allowed': 'Method not allowed',
+  'not-acceptable': 'Not acceptable',
   conflict: 'Conflict',
   'idempotency-conflict': 'Idempotency conflict',
   'payload-too-large': 'Payload too large',
@@ -80,6 +86,15 @@ export class AppError extends Error {
 export function validationError(errors: FieldError[]): AppError {
   const detail = errors.map((e) => `${e.field}: ${e.message}`).join('; ');
   return new AppError('validation-error', detail || 'the request is malformed', { errors });
+}
+
+/**
+ * A well-formed request whose values cannot be used (a pattern the regex engine refuses, a URL
+ * that points back at the service): 422, naming each field as a validation error does.
+ */
+export function unprocessable(errors: FieldError[]): AppError {
+  const detail = errors.map((e) => `${e.field}: ${e.message}`).join('; ');
+  return new AppError('unprocessable-entity', detail || 'the request cannot be processed', { errors });
 }
 
 export function notFound(what: string): AppError {

@@ -1,4 +1,5 @@
 import type { FieldError } from './errors';
+import { compilePattern } from './regex';
 
 /**
  * Ingester filters: the conditions a verified webhook must meet to go on to routing. Rules are
@@ -42,50 +43,84 @@ export const MAX_RULES = 50;
 /** The top-level list is level 1; the rules of an `any` are one level below it. */
 export const MAX_DEPTH = 3;
 export const MAX_PATTERN_LENGTH = 256;
+/**
+ * RE2 instructions of all `matches` patterns of one ingester together (core/regex.ts bounds each
+ * one): the regex work on an event grows with their sum times the header bytes they read.
+ */
+export const MAX_TOTAL_PROGRAM_SIZE = 500;
 export const MAX_VALUES = 100;
 export const MAX_STRING_LENGTH = 1024;
 export const MAX_NAME_LENGTH = 256;
 export const MAX_PATH_SEGMENTS = 32;
+
+/** How much of an event the filters read: beyond these they do not judge it at all. */
+export interface FilterLimits {
+  /** Largest body a body rule parses (FILTER_MAX_BODY_BYTES). */
+  maxBodyBytes: number;
+  /** Deepest nesting of arrays and objects a body rule parses (FILTER_MAX_JSON_DEPTH). */
+  maxJsonDepth: number;
+  /** Most bytes of one header's values, all together, a `matches` rule reads (FILTER_MAX_HEADER_BYTES). */
+  maxHeaderBytes: number;
+}
+
+export const DEFAULT_FILTER_LIMITS: FilterLimits = { maxBodyBytes: 262_144, maxJsonDepth: 32, maxHeaderBytes: 8_192 };
+
+/** What parseFilters found: the rules, or why they cannot be stored. */
+export interface ParsedFilters {
+  filters: FilterRule[];
+  /** Malformed input: a wrong type, a missing or unknown member, a value out of bounds (400). */
+  errors: FieldError[];
+  /** Well-formed values that cannot be used: patterns the RE2 engine refuses (422). */
+  refused: FieldError[];
+}
 
 /**
  * Validates filters as the API receives them. Every problem is reported with its field path; when
  * there is any, `filters` is empty so that no partial rule set can be stored by mistake. An absent
  * list (undefined) means no filters.
  */
-export function parseFilters(input: unknown): { filters: FilterRule[]; errors: FieldError[] } {
+export function parseFilters(input: unknown): ParsedFilters {
   const errors: FieldError[] = [];
-  if (input === undefined) return { filters: [], errors };
-  if (!Array.isArray(input)) return { filters: [], errors: [{ field: 'filters', message: 'must be an array of rules' }] };
+  const refused: FieldError[] = [];
+  if (input === undefined) return { filters: [], errors, refused };
+  if (!Array.isArray(input)) return { filters: [], errors: [{ field: 'filters', message: 'must be an array of rules' }], refused };
   // A huge list is refused whole rather than producing one error per element.
-  if (input.length > MAX_RULES) return { filters: [], errors: [{ field: 'filters', message: `must hold at most ${MAX_RULES} rules, got ${input.length}` }] };
-  const filters = input.map((r, i) => parseRule(r, `filters[${i}]`, 1, errors));
+  if (input.length > MAX_RULES) return { filters: [], errors: [{ field: 'filters', message: `must hold at most ${MAX_RULES} rules, got ${input.length}` }], refused };
+  const problems: Problems = { errors, refused };
+  const filters = input.map((r, i) => parseRule(r, `filters[${i}]`, 1, problems));
   const total = countRules(filters);
   if (total > MAX_RULES) errors.push({ field: 'filters', message: `must hold at most ${MAX_RULES} rules including nested ones, got ${total}` });
-  return errors.length > 0 ? { filters: [], errors } : { filters, errors };
+  if (errors.length === 0 && refused.length === 0) {
+    const size = programSize(filters);
+    if (size > MAX_TOTAL_PROGRAM_SIZE) refused.push({ field: 'filters', message: `patterns compile to ${size} RE2 instructions together, more than ${MAX_TOTAL_PROGRAM_SIZE}` });
+  }
+  return errors.length > 0 || refused.length > 0 ? { filters: [], errors, refused } : { filters, errors, refused };
 }
 
-/** Compiles a header `matches` pattern, or says why it cannot be used. */
-export function compilePattern(pattern: string): RegExp | string {
-  if (pattern.length === 0) return 'must not be empty';
-  if (pattern.length > MAX_PATTERN_LENGTH) return `must be at most ${MAX_PATTERN_LENGTH} characters`;
-  let re: RegExp;
-  try {
-    re = new RegExp(pattern);
-  } catch (e) {
-    return `is not a valid regular expression: ${e instanceof Error ? e.message : String(e)}`;
-  }
-  if (hasNestedQuantifier(pattern)) return 'repeats a group that itself holds a quantifier (like (a+)+), which can take exponential time';
-  return re;
+interface Problems {
+  errors: FieldError[];
+  refused: FieldError[];
 }
 
 function countRules(rules: FilterRule[]): number {
   return rules.reduce((n, r) => n + 1 + (r.type === 'any' ? countRules(r.rules) : 0), 0);
 }
 
+/** Instructions of every `matches` pattern, nested ones included (each compiled and cached already). */
+function programSize(rules: FilterRule[]): number {
+  return rules.reduce((n, r) => {
+    if (r.type === 'any') return n + programSize(r.rules);
+    if (r.type !== 'header' || r.op !== 'matches') return n;
+    const compiled = compilePattern(r.pattern);
+    return n + (typeof compiled === 'string' ? 0 : compiled.size);
+  }, 0);
+}
+
 type Obj = Record<string, unknown>;
 
-// Returns a placeholder on error: the caller only keeps the result when `errors` stays empty.
-function parseRule(input: unknown, field: string, depth: number, errors: FieldError[]): FilterRule {
+// Returns a placeholder on error: the caller only keeps the result when `errors` and `refused` stay empty.
+function parseRule(input: unknown, field: string, depth: number, problems: Problems): FilterRule {
+  const { errors } = problems;
   const invalid: FilterRule = { type: 'any', rules: [] };
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
     errors.push({ field, message: 'must be an object' });
@@ -96,11 +131,11 @@ function parseRule(input: unknown, field: string, depth: number, errors: FieldEr
     case 'event_type':
       return parseEventType(r, field, errors) ?? invalid;
     case 'header':
-      return parseHeader(r, field, errors) ?? invalid;
+      return parseHeader(r, field, problems) ?? invalid;
     case 'body':
       return parseBody(r, field, errors) ?? invalid;
     case 'any':
-      return parseAny(r, field, depth, errors) ?? invalid;
+      return parseAny(r, field, depth, problems) ?? invalid;
     default:
       errors.push({ field: `${field}.type`, message: 'must be one of event_type, header, body, any' });
       return invalid;
@@ -124,8 +159,8 @@ function parseEventType(r: Obj, field: string, errors: FieldError[]): EventTypeR
   return null;
 }
 
-function parseHeader(r: Obj, field: string, errors: FieldError[]): HeaderRule | null {
-  const before = errors.length;
+function parseHeader(r: Obj, field: string, { errors, refused }: Problems): HeaderRule | null {
+  const before = errors.length + refused.length;
   const name = headerName(r.name, `${field}.name`, errors);
   const op = r.op;
   let rule: HeaderRule | null = null;
@@ -143,14 +178,14 @@ function parseHeader(r: Obj, field: string, errors: FieldError[]): HeaderRule | 
     if (values) rule = { type: 'header', name: name ?? '', op, values };
   } else if (op === 'matches') {
     onlyKeys(r, field, ['type', 'name', 'op', 'pattern'], errors);
-    const pattern = typeof r.pattern === 'string' ? r.pattern : null;
-    const compiled = pattern === null ? 'is required and must be a string' : compilePattern(pattern);
-    if (typeof compiled === 'string') errors.push({ field: `${field}.pattern`, message: compiled });
+    const pattern = patternOf(r.pattern, `${field}.pattern`, errors);
+    const compiled = pattern === null ? null : compilePattern(pattern);
+    if (typeof compiled === 'string') refused.push({ field: `${field}.pattern`, message: compiled });
     else if (pattern !== null) rule = { type: 'header', name: name ?? '', op, pattern };
   } else {
     errors.push({ field: `${field}.op`, message: `must be one of ${[...HEADER_VALUE_OPS, ...PRESENCE_OPS, 'in', 'matches'].join(', ')}` });
   }
-  return errors.length === before ? rule : null;
+  return errors.length + refused.length === before ? rule : null;
 }
 
 function parseBody(r: Obj, field: string, errors: FieldError[]): BodyRule | null {
@@ -176,8 +211,9 @@ function parseBody(r: Obj, field: string, errors: FieldError[]): BodyRule | null
   return errors.length === before ? rule : null;
 }
 
-function parseAny(r: Obj, field: string, depth: number, errors: FieldError[]): AnyRule | null {
-  const before = errors.length;
+function parseAny(r: Obj, field: string, depth: number, problems: Problems): AnyRule | null {
+  const { errors, refused } = problems;
+  const before = errors.length + refused.length;
   onlyKeys(r, field, ['type', 'rules'], errors);
   const rules = list(r.rules, `${field}.rules`, errors);
   if (!rules) return null;
@@ -189,8 +225,8 @@ function parseAny(r: Obj, field: string, depth: number, errors: FieldError[]): A
     errors.push({ field: `${field}.rules`, message: `must hold at most ${MAX_RULES} rules, got ${rules.length}` });
     return null;
   }
-  const parsed = rules.map((x, i) => parseRule(x, `${field}.rules[${i}]`, depth + 1, errors));
-  return errors.length === before ? { type: 'any', rules: parsed } : null;
+  const parsed = rules.map((x, i) => parseRule(x, `${field}.rules[${i}]`, depth + 1, problems));
+  return errors.length + refused.length === before ? { type: 'any', rules: parsed } : null;
 }
 
 // Rejecting unknown members catches typos such as `value` for `values`, which would otherwise
@@ -246,6 +282,15 @@ function headerName(v: unknown, field: string, errors: FieldError[]): string | n
   return null;
 }
 
+/** The pattern's text within its length bound; whether RE2 can use it is decided apart (422, not 400). */
+function patternOf(v: unknown, field: string, errors: FieldError[]): string | null {
+  if (typeof v !== 'string') errors.push({ field, message: 'is required and must be a string' });
+  else if (v.length === 0) errors.push({ field, message: 'must not be empty' });
+  else if (v.length > MAX_PATTERN_LENGTH) errors.push({ field, message: `must be at most ${MAX_PATTERN_LENGTH} characters` });
+  else return v;
+  return null;
+}
+
 function bodyPath(v: unknown, field: string, errors: FieldError[]): string | null {
   if (typeof v !== 'string') errors.push({ field, message: 'is required and must be a string' });
   else if (v.length === 0 || v.length > MAX_NAME_LENGTH) errors.push({ field, message: `must be 1 to ${MAX_NAME_LENGTH} characters` });
@@ -253,56 +298,4 @@ function bodyPath(v: unknown, field: string, errors: FieldError[]): string | nul
   else if (v.split('.').length > MAX_PATH_SEGMENTS) errors.push({ field, message: `must have at most ${MAX_PATH_SEGMENTS} segments` });
   else return v;
   return null;
-}
-
-/**
- * A conservative test for "star height" above one: a repeated group (`*`, `+`, `{n,}`) that itself
- * holds a quantifier, the shape behind most catastrophic backtracking. One tenant's pattern runs in
- * the shared filter stage, so a pattern that could stall it is refused up front.
- */
-function hasNestedQuantifier(p: string): boolean {
-  const stack: boolean[] = [false];
-  for (let i = 0; i < p.length; i++) {
-    const c = p[i];
-    if (c === '\\') i++;
-    else if (c === '[') i = classEnd(p, i);
-    else if (c === '(') {
-      stack.push(false);
-      i = groupBodyStart(p, i) - 1;
-    }
-    else if (c === ')' && stack.length > 1) {
-      const inner = stack.pop() === true;
-      const q = quantifierAt(p, i + 1);
-      if (inner && q === 'repeat') return true;
-      if (inner || q !== null) stack[stack.length - 1] = true;
-    } else if (quantifierAt(p, i) !== null) stack[stack.length - 1] = true;
-  }
-  return false;
-}
-
-/** Index of the first character after `(`, `(?:`, `(?=`, `(?!`, `(?<=`, `(?<!` or `(?<name>`. */
-function groupBodyStart(p: string, open: number): number {
-  if (p[open + 1] !== '?') return open + 1;
-  if (p[open + 2] !== '<' || p[open + 3] === '=' || p[open + 3] === '!') return open + (p[open + 2] === '<' ? 4 : 3);
-  const close = p.indexOf('>', open);
-  return close < 0 ? p.length : close + 1;
-}
-
-// In JavaScript `[]` is an empty class, so the first `]` always closes it.
-function classEnd(p: string, start: number): number {
-  for (let i = start + 1; i < p.length; i++) {
-    if (p[i] === '\\') i++;
-    else if (p[i] === ']') return i;
-  }
-  return p.length;
-}
-
-function quantifierAt(p: string, i: number): 'optional' | 'repeat' | null {
-  const c = p[i];
-  if (c === '*' || c === '+') return 'repeat';
-  if (c === '?') return 'optional';
-  const m = c === '{' ? /^\{(\d+)(,(\d*))?\}/.exec(p.slice(i)) : null;
-  if (!m) return null;
-  const max = m[2] === undefined ? Number(m[1]) : m[3] === '' || m[3] === undefined ? Infinity : Number(m[3]);
-  return max > 1 ? 'repeat' : 'optional';
 }

@@ -22,9 +22,19 @@ export interface ApiKey {
   resource_ids: string[] | null;
   created_at: string;
   expires_at: string | null;
+  /** What the key is for; keys issued before keys had names have none. */
+  name?: string | null;
+  /** Set once the key is revoked; a revoked key is refused and stays listed. */
+  revoked_at?: string | null;
 }
 
 export type DestinationStatus = 'active' | 'disabled';
+
+/** Credentials sent on every delivery to a destination; sealed at rest, masked when shown. */
+export type DestinationAuth =
+  | { type: 'basic'; username: string; password: string }
+  | { type: 'bearer'; token: string }
+  | { type: 'header'; name: string; value: string };
 
 export interface Destination {
   kind: 'destination';
@@ -35,6 +45,8 @@ export interface Destination {
   status: DestinationStatus;
   /** Standard Webhooks signing secret, `whsec_` + base64; shown once on creation. */
   signing_secret: string;
+  /** Credentials the receiver expects, sent on every delivery. */
+  auth?: DestinationAuth | null;
   disabled_reason: string | null;
   /** Waits before each attempt; null uses the service's RETRY_SCHEDULE. */
   retry_schedule_ms?: number[] | null;

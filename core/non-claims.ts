@@ -21,4 +21,7 @@ export const NON_CLAIMS: readonly NonClaim[] = [
   { id: 'NC-10', category: 'security', statement: 'Destination URLs may be http: unless DESTINATION_HTTPS_ONLY is on; TRUST-007 shows it.' },
   { id: 'NC-11', category: 'filtering', statement: 'Filters see the raw body as JSON only; form-encoded and XML bodies pass only event-type and header rules.' },
   { id: 'NC-12', category: 'delivery', statement: 'A delivery is final after its retry schedule; dead deliveries wait in the dead-letter queue until retried through the API or the CLI, never automatically.' },
+  { id: 'NC-13', category: 'security', statement: 'Tenants share processes, topics and ClickHouse tables: isolation is the service\'s checks on every read and write, not separate storage or per-tenant keys.' },
+  { id: 'NC-14', category: 'security', statement: 'The key-encryption key lives in each process\'s environment and memory, and secrets are opened in memory: whoever can read a running process (or its core dump) can read the secrets. There is no KMS or HSM integration.' },
+  { id: 'NC-15', category: 'security', statement: 'Webhook payloads, headers other than credentials, and delivery logs are stored in clear on Kafka and in ClickHouse: protect DATA_DIR (or the cluster\'s disks) with disk encryption where payloads are sensitive.' },
 ];

@@ -1,4 +1,5 @@
 import { PROVIDERS, type Provider } from './model';
+import { REDACTED_HEADERS } from './secrets/redacted-headers';
 
 /**
  * What an ingester's provider config must hold. Pure so that the API can refuse a bad config
@@ -84,6 +85,10 @@ export function checkProviderConfig(provider: Provider, config: Record<string, u
   if (provider === 'generic') {
     problems.push(...oneOfProblem(config, 'algorithm', GENERIC_ALGORITHMS), ...oneOfProblem(config, 'encoding', GENERIC_ENCODINGS));
     problems.push(...stringProblem(config, 'header', true), ...stringProblem(config, 'prefix', false));
+  }
+  for (const member of ['header', 'event_type_header']) {
+    const name = config[member];
+    if (typeof name === 'string' && REDACTED_HEADERS.has(name.trim().toLowerCase())) problems.push({ field: `config.${member}`, message: `${name} is redacted when a webhook arrives (it carries credentials); use another header` });
   }
   if (provider === 'github' && config.allow_sha1 !== undefined && typeof config.allow_sha1 !== 'boolean') {
     problems.push({ field: 'config.allow_sha1', message: 'must be a boolean' });

@@ -67,3 +67,18 @@ export function trimSlash(path: string): string {
   return path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path;
 }
 
+
+/**
+ * One limit as `N/window` (window in s, also bare, m or h) or `off`: the ingest limits
+ * (INGEST_RATE_LIMIT_PER_HOOK, INGEST_RATE_LIMIT_PER_TENANT). `off` is `null`.
+ */
+export function parseRateLimit(spec: string): { limit: RateLimit | null; error?: string } {
+  const v = spec.trim();
+  if (v.toLowerCase() === 'off') return { limit: null };
+  const m = /^(\d{1,9})\/(\d{1,7})([smh]?)$/.exec(v);
+  if (!m) return { limit: null, error: `expected N/window (window in s, m or h, e.g. 500/1s) or off, got "${v}"` };
+  const limit = Number(m[1]);
+  const windowSeconds = Number(m[2]) * UNIT_SECONDS[m[3] || 's']!;
+  if (limit < 1 || windowSeconds < 1 || windowSeconds > 86_400) return { limit: null, error: `"${v}": the limit must be at least 1 and the window 1 s to 1 day` };
+  return { limit: { limit, windowSeconds } };
+}

@@ -14,6 +14,8 @@ export const SCOPES = [
   'read:payloads',
   'write:payloads',
   'read:operations',
+  'read:keys',
+  'write:keys',
 ] as const;
 
 export type Scope = (typeof SCOPES)[number];

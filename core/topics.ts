@@ -9,6 +9,8 @@ export interface Topics {
   deliveryRequested: string;
   deliveryCompleted: string;
   deliveryDlq: string;
+  /** Input records a stage could not handle (schemas/dead-letter.avsc), so that their partition goes on. */
+  eventsDlq: string;
   logs: string;
   /** Delivery outcomes handed to the evidence sequencer (one partition: one sequencer). */
   evidencePending: string;
@@ -40,6 +42,7 @@ export function topicNames(prefix: string, tiersMs: number[] = DEFAULT_RETRY_TIE
     deliveryRequested: t('deliveries.requested'),
     deliveryCompleted: t('deliveries.completed'),
     deliveryDlq: t('deliveries.dlq'),
+    eventsDlq: t('events.dlq'),
     logs: t('logs'),
     evidencePending: t('evidence.pending'),
     evidenceLeaves: t('evidence.leaves'),

@@ -13,7 +13,7 @@ import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
 import { Kafka, logLevel } from 'kafkajs';
-import { loadConfig } from '../core/config';
+import { cliConfig } from '../cli/connect';
 import { newId } from '../core/ids';
 import { topicNames } from '../core/topics';
 import { readRunFile } from '../infra/local';
@@ -21,7 +21,7 @@ import { readRunFile } from '../infra/local';
 async function main(): Promise<void> {
   const { values } = parseArgs({ options: { tenant: { type: 'string' }, ingester: { type: 'string' }, count: { type: 'string', default: '1' } } });
   if (!values.tenant || !values.ingester) throw new Error('usage: produce-direct.ts --tenant <id> --ingester <ingester id> [--count N]');
-  const config = loadConfig();
+  const { config } = cliConfig();
   const run = readRunFile(config.dataDir);
   const brokers = config.kafkaBrokers ?? run?.kafka_brokers;
   const registryUrl = config.schemaRegistryUrl ?? run?.schema_registry_url;

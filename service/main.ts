@@ -13,11 +13,27 @@ function stagesFromArgs(argv: string[]): string | undefined {
   return names.length > 0 ? names.join(',') : undefined;
 }
 
+/** The notice of a development start: every relaxed default, on stderr, before anything else. */
+function developmentNotice(config: Config): string {
+  if (config.relaxedDefaults.length === 0) return '';
+  return [
+    'hookline: DEVELOPMENT MODE (HOOKLINE_ENV=development). Defaults relaxed for local use, not for production:',
+    ...config.relaxedDefaults.map((line) => `  - ${line}`),
+    'Set HOOKLINE_ENV=production, or the variables above, for the strict defaults.',
+    '',
+  ].join('\n');
+}
+
 async function main(): Promise<void> {
   let config: Config;
   try {
-    const stages = stagesFromArgs(process.argv.slice(2));
-    config = loadConfig(stages ? { ...process.env, STAGES: stages } : process.env);
+    const argv = process.argv.slice(2);
+    const stages = stagesFromArgs(argv);
+    const env: NodeJS.ProcessEnv = { ...process.env };
+    if (stages) env.STAGES = stages;
+    // `npm start` passes --dev: development defaults unless HOOKLINE_ENV says otherwise
+    if (argv.includes('--dev')) env.HOOKLINE_ENV ??= 'development';
+    config = loadConfig(env);
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`${err.message}\n(known stages: ${STAGE_NAMES.join(', ')})\n`);
@@ -25,7 +41,9 @@ async function main(): Promise<void> {
     }
     throw err;
   }
+  process.stderr.write(developmentNotice(config));
   const log = new Logger(config.logLevel);
+  if (config.relaxedDefaults.length > 0) log.warn('development mode: defaults relaxed', { relaxed: config.relaxedDefaults });
   let stopping = false;
   let stop: (() => Promise<void>) | undefined;
   const shutdown = (signal: string) => {

@@ -21,12 +21,14 @@ import { ConfigStore } from '../platform/config-store/config-store';
 import { ensureTenant, issueApiKey } from '../platform/config-store/tenants';
 import { BatchingProducer } from '../platform/kafka/batching-producer';
 import { murmur2Partitioner } from '../platform/kafka/partitioner';
-import { createKafka, ensureTopics } from '../platform/kafka/client';
+import { createKafka, createProducer, ensureTopics } from '../platform/kafka/client';
 import { RedisNameClaims } from '../platform/redis/name-claims';
 import { deliverStage } from '../pipeline/deliver/stage';
 import { undiciSender, type HttpSender } from '../pipeline/deliver/http-sender';
 import { Breakers } from '../pipeline/deliver/breakers';
 import { createGuardedAgent, isSsrfRefusal } from '../platform/http/guarded-agent';
+import { refusalOfDestination } from '../platform/http/destination-check';
+import { discoverOwnListeners } from './own-listeners';
 import type { DestinationPort } from '../pipeline/deliver/stage';
 import { runDelayTiers } from '../pipeline/retry/delay-stage';
 import { runWindowedStage } from '../pipeline/runner/windowed-runner';
@@ -39,12 +41,15 @@ import { runStage, type RunnerDeps, type RunningStage } from '../pipeline/runner
 import { evidenceIntakeStage } from '../pipeline/evidence/intake';
 import { runEvidenceSequencer } from '../pipeline/evidence/sequencer';
 import { loadEvidenceSigner } from '../platform/evidence/signing-key';
+import { loadKeyring } from '../platform/secrets/keyring-source';
 import { EvidenceStore } from '../platform/evidence/store';
 import type { EvidenceLogInfo } from '../api/routes/evidence';
 import { INSERT_COLUMNS, runSink, type RowWriter } from '../pipeline/sink/stage';
 import { validateStage } from '../pipeline/validate/stage';
 import { healthProbe, type Connections } from './health';
 import { BreakerBoard } from '../platform/redis/breaker-board';
+import { RedisTokenLeases } from '../platform/redis/token-leases';
+import { IngestLimiter } from '../pipeline/ingest/limits';
 import { topology } from './topology';
 
 export interface RunningService {
@@ -81,9 +86,11 @@ export function buildInfo(): BuildInfo {
  */
 export async function startService(config: Config, log = new Logger(config.logLevel)): Promise<RunningService> {
   const topics = topicNames(config.topicPrefix, config.retryTiersMs);
+  // first: without its keys the service can read none of its stored secrets
+  const keyring = loadKeyring(config.secrets);
   // the API publishes the checkpoint key and the evidence stage signs with it
   const evidenceSigner = config.stages.includes('api') || config.stages.includes('evidence')
-    ? loadEvidenceSigner({ signingKey: config.evidenceSigningKey, origin: config.evidenceOrigin, dataDir: config.dataDir })
+    ? loadEvidenceSigner({ signingKey: config.evidenceSigningKey, origin: config.evidenceOrigin, dataDir: config.dataDir, keyring })
     : undefined;
   const evidenceLog: EvidenceLogInfo | undefined = evidenceSigner && { origin: evidenceSigner.name, verifierKey: evidenceSigner.verifierKey, keyId: evidenceSigner.keyId.toString('hex'), publicKey: evidenceSigner.publicKey };
   const connections: Connections = {};
@@ -147,7 +154,7 @@ export async function startService(config: Config, log = new Logger(config.logLe
     cleanups.push(() => infra.stop());
 
     const kafka = createKafka(infra.endpoints.kafkaBrokers, `hookline-${process.pid}`);
-    const { specs, records } = topology(topics, config.kafkaPartitions);
+    const { specs, records } = topology(topics, config.kafkaPartitions, config.ingestMaxBodyBytes);
     await ensureTopics(kafka, specs, config.kafkaReplicationFactor);
     const admin = kafka.admin();
     await admin.connect();
@@ -182,11 +189,11 @@ export async function startService(config: Config, log = new Logger(config.logLe
       connections.clickhouseUnused = true;
     }
 
-    const store = new ConfigStore(kafka, codec, topics.config);
+    const store = new ConfigStore(kafka, codec, topics.config, keyring, (key, reason) => log.error('configuration record not applied: its secrets do not open', { key, reason }));
     await store.start();
     cleanups.push(() => store.stop());
 
-    const producer: Producer = kafka.producer({ allowAutoTopicCreation: false, createPartitioner: murmur2Partitioner });
+    const producer: Producer = createProducer(kafka, { createPartitioner: murmur2Partitioner });
     await producer.connect();
     cleanups.push(() => producer.disconnect());
 
@@ -203,34 +210,38 @@ export async function startService(config: Config, log = new Logger(config.logLe
     log.addSink(logShipper.sink);
     cleanups.push(() => logShipper.flush());
 
-    const agent = createGuardedAgent({ allow: config.destinationAllowedNetworks, connectTimeoutMs: config.deliveryConnectTimeoutMs, totalTimeoutMs: config.deliveryTimeoutMs, connections: config.deliveryPerDestination });
+    const own = await discoverOwnListeners(config, url, resolvePort(config.publicBaseUrl));
+    const agent = createGuardedAgent({ own, allow: config.destinationAllowedNetworks, connectTimeoutMs: config.deliveryConnectTimeoutMs, totalTimeoutMs: config.deliveryTimeoutMs, connections: config.deliveryPerDestination });
     const sender: HttpSender = undiciSender(agent, { totalTimeoutMs: config.deliveryTimeoutMs });
     cleanups.push(() => sender.close());
     // breaker states go to Redis too, where the API's proofs and planes read them
     const board = new BreakerBoard(redis, config.topicPrefix);
-    const breakers = new Breakers(config.breaker, (destinationId, state) => {
-      log.info(`circuit breaker ${state}`, { destination_id: destinationId, breaker: state });
-      board.record(destinationId, state).catch((err: unknown) => log.warn('breaker state not published', { destination_id: destinationId, error: errorMessage(err) }));
+    const breakers = new Breakers(config.breaker, (destinationId, state, tenantId) => {
+      log.info(`circuit breaker ${state}`, { tenant_id: tenantId, destination_id: destinationId, breaker: state });
+      board.record(tenantId, destinationId, state).catch((err: unknown) => log.warn('breaker state not published', { destination_id: destinationId, error: errorMessage(err) }));
     });
     cleanups.push(async () => breakers.shutdown());
     const outputs = new BatchingProducer(producer, { maxBatch: 1_000, maxInFlight: 3 });
-    const runnerDeps: RunnerDeps = { kafka, producer, outputs, codec, log, groupPrefix: `${config.topicPrefix}hookline.` };
+    const runnerDeps: RunnerDeps = { kafka, producer, outputs, codec, log, groupPrefix: `${config.topicPrefix}hookline.`, deadLetterTopic: topics.eventsDlq };
     const running: RunningStage[] = [];
     // stages stop before the producer and the store they write through
     cleanups.push(() => Promise.all(running.map((s) => s.stop())));
     const has = (stage: StageName) => config.stages.includes(stage);
     const starting: Promise<RunningStage>[] = [];
     if (has('validate')) starting.push(runStage(validateStage(topics, store), runnerDeps));
-    if (has('filter')) starting.push(runStage(filterStage(topics, store), runnerDeps));
-    if (has('route')) starting.push(runStage(routeStage(topics, store), runnerDeps));
+    if (has('filter')) starting.push(runStage(filterStage(topics, store, config.filterLimits), runnerDeps));
+    if (has('route')) starting.push(runStage(routeStage(topics, store, config.maxFanout), runnerDeps));
     if (has('deliver')) {
       board.start((err) => log.debug('breaker board heartbeat failed', { error: errorMessage(err) }));
       cleanups.push(() => board.stop());
       const destinations: DestinationPort = {
         get: (kind, tenantId, id) => store.get(kind, tenantId, id),
         disable: async (d, reason) => {
-          await store.put({ ...d, status: 'disabled', disabled_reason: reason, updated_at: new Date().toISOString() });
-          log.warn('destination disabled', { tenant_id: d.tenant_id, destination_id: d.id, reason });
+          // the attempt took time: start from the latest version, and never recreate a deleted one
+          const current = store.get('destination', d.tenant_id, d.id) ?? d;
+          const applied = await store.update({ ...current, status: 'disabled', disabled_reason: reason, updated_at: new Date().toISOString() });
+          if (applied) log.warn('destination disabled', { tenant_id: d.tenant_id, destination_id: d.id, reason });
+          else log.info('destination deleted before it could be disabled', { tenant_id: d.tenant_id, destination_id: d.id, reason });
         },
       };
       const stage = deliverStage({ topics, destinations, sender, breakers, defaultSchedule: config.retryScheduleMs, isRefusal: isSsrfRefusal });
@@ -258,7 +269,9 @@ export async function startService(config: Config, log = new Logger(config.logLe
       demoKey = (await issueApiKey(store, 'demo', [...SCOPES])).api_key;
     }
 
-    ingestDeps = { topics, config: store, codec, producer: new BatchingProducer(producer, { lingerMs: config.ingestLingerMs }), maxBodyBytes: config.ingestMaxBodyBytes, log };
+    const limiter = new IngestLimiter({ source: new RedisTokenLeases(redis), prefix: config.topicPrefix, perHook: config.ingestRateLimits.perHook, perTenant: config.ingestRateLimits.perTenant, timeoutMs: config.ingestRateLimits.timeoutMs, log });
+    cleanups.push(async () => limiter.stop());
+    ingestDeps = { topics, config: store, codec, producer: new BatchingProducer(producer, { lingerMs: config.ingestLingerMs }), maxBodyBytes: config.ingestMaxBodyBytes, maxHops: config.maxHops, log, limiter };
     ingest = ingestRouter(ingestDeps);
     const evidenceStore = clickhouse && new EvidenceStore(clickhouse, config.clickhouseDatabase);
     if (clickhouse) services = { store, clickhouse, clickhouseDatabase: config.clickhouseDatabase, claims: new RedisNameClaims(redis, config.topicPrefix), replay: { producer, codec, topics, redis, prefix: config.topicPrefix },
@@ -266,11 +279,16 @@ export async function startService(config: Config, log = new Logger(config.logLe
       redis,
       redisPrefix: config.topicPrefix,
       idempotencyTtlSeconds: config.idempotencyTtlSeconds,
+      apiKeyLastUsedIntervalSeconds: config.apiKeyLastUsedIntervalSeconds,
+      keyring,
       rateLimits: config.rateLimits,
+      quotas: config.quotas,
       disabledWriteGroups: config.disabledWriteGroups,
       evidence: evidenceStore!,
       evidenceLog: evidenceLog!,
       destinationHttpsOnly: config.destinationHttpsOnly,
+      maxFanout: config.maxFanout,
+      refusalOfDestination: (destinationUrl) => refusalOfDestination(destinationUrl, { allow: config.destinationAllowedNetworks, own }),
       operations: {
         admin,
         redis,

@@ -2,22 +2,38 @@ import type { TopicSpec } from '../platform/kafka/client';
 import type { RecordName } from '../platform/avro/records';
 import type { Topics } from '../core/topics';
 
-/** Every topic the service uses, with its partitioning and the record it carries. */
-export function topology(topics: Topics, partitions: number): { specs: TopicSpec[]; records: Record<string, RecordName> } {
+/** Kafka's default largest record batch (broker `message.max.bytes`). */
+const KAFKA_DEFAULT_MAX_MESSAGE_BYTES = 1_048_588;
+/** Room for what a record holds beside the webhook body: its headers (at most 16 KiB as Node reads them), ids, reasons. */
+const ENVELOPE_BYTES = 256 * 1024;
+
+/** The `max.message.bytes` of a topic whose records carry webhook bodies of up to `maxBodyBytes`. */
+export function bodyTopicMaxMessageBytes(maxBodyBytes: number): number {
+  return Math.max(KAFKA_DEFAULT_MAX_MESSAGE_BYTES, maxBodyBytes + ENVELOPE_BYTES);
+}
+
+/**
+ * Every topic the service uses, with its partitioning and the record it carries. Topics whose
+ * records carry a webhook body take a record as large as the largest body a Hook URL accepts
+ * (`maxBodyBytes`), with its envelope.
+ */
+export function topology(topics: Topics, partitions: number, maxBodyBytes?: number): { specs: TopicSpec[]; records: Record<string, RecordName> } {
+  const body = maxBodyBytes === undefined ? {} : { maxMessageBytes: bodyTopicMaxMessageBytes(maxBodyBytes) };
   const specs: TopicSpec[] = [
     { topic: topics.config, partitions: 1, compacted: true },
-    { topic: topics.received, partitions },
-    { topic: topics.validated, partitions },
-    { topic: topics.filtered, partitions },
+    { topic: topics.received, partitions, ...body },
+    { topic: topics.validated, partitions, ...body },
+    { topic: topics.filtered, partitions, ...body },
     { topic: topics.transitions, partitions },
-    { topic: topics.deliveryRequested, partitions },
+    { topic: topics.deliveryRequested, partitions, ...body },
     { topic: topics.deliveryCompleted, partitions },
-    { topic: topics.deliveryDlq, partitions },
+    { topic: topics.deliveryDlq, partitions, ...body },
+    { topic: topics.eventsDlq, partitions, ...body },
     { topic: topics.logs, partitions },
     // the log's order is the order of one partition; its batches are the system of record
     { topic: topics.evidencePending, partitions: 1 },
     { topic: topics.evidenceLeaves, partitions: 1, retentionMs: -1 },
-    ...topics.retryTiers.map((t) => ({ topic: t.topic, partitions })),
+    ...topics.retryTiers.map((t) => ({ topic: t.topic, partitions, ...body })),
   ];
   const records: Record<string, RecordName> = {
     [topics.config]: 'ConfigEntry',
@@ -28,6 +44,7 @@ export function topology(topics: Topics, partitions: number): { specs: TopicSpec
     [topics.deliveryRequested]: 'DeliveryTask',
     [topics.deliveryCompleted]: 'DeliveryOutcome',
     [topics.deliveryDlq]: 'DeliveryTask',
+    [topics.eventsDlq]: 'DeadLetter',
     [topics.logs]: 'LogEntry',
     [topics.evidencePending]: 'EvidenceLeaf',
     [topics.evidenceLeaves]: 'EvidenceBatch',

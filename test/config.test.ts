@@ -1,11 +1,15 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { ConfigError, loadConfig, SETTINGS } from '../core/config';
+import { randomKek } from './support/keyring';
 import { REPO_ROOT, runScript } from './support/process';
+
+/** Production needs a key-encryption key; these tests are about other settings. */
+const KEK = { SECRETS_KEK: randomKek() };
 
 describe('configuration', () => {
   it('has documented defaults', () => {
-    const c = loadConfig({}, '/srv/app');
+    const c = loadConfig(KEK, '/srv/app');
     expect(c.port).toBe(8080);
     expect(c.dataDir).toBe('/srv/app/.data');
     expect(c.kafkaBrokers).toBeUndefined();
@@ -14,10 +18,30 @@ describe('configuration', () => {
     expect(c.deliveryTimeoutMs).toBe(15_000);
     expect(c.stages).toEqual(['api', 'validate', 'filter', 'route', 'deliver', 'retry', 'evidence', 'sink']);
     expect(c.publicBaseUrl).toBe('http://127.0.0.1:8080');
+    expect(c.ingestRateLimits).toEqual({ perHook: { limit: 500, windowSeconds: 1 }, perTenant: { limit: 2000, windowSeconds: 1 }, timeoutMs: 200 });
+    expect(loadConfig({ ...KEK, INGEST_RATE_LIMIT_PER_HOOK: 'off', INGEST_RATE_LIMIT_PER_TENANT: '90/1m' }).ingestRateLimits).toMatchObject({ perHook: null, perTenant: { limit: 90, windowSeconds: 60 } });
+  });
+
+  it('is strict by default and relaxes only named defaults in development, saying so', () => {
+    const strict = loadConfig(KEK);
+    expect(strict.environment).toBe('production');
+    expect(strict.destinationAllowedNetworks.ranges).toEqual([]);
+    expect(strict.relaxedDefaults).toEqual([]);
+    const dev = loadConfig({ HOOKLINE_ENV: 'development' });
+    expect(dev.destinationAllowedNetworks.ranges.length).toBeGreaterThan(0);
+    expect(dev.relaxedDefaults.some((l) => l.startsWith('DESTINATION_ALLOWED_NETWORKS=loopback'))).toBe(true);
+    // a value set explicitly is not a relaxed default, in development either
+    const explicit = loadConfig({ HOOKLINE_ENV: 'development', DESTINATION_ALLOWED_NETWORKS: 'none' });
+    expect(explicit.destinationAllowedNetworks.ranges).toEqual([]);
+    expect(explicit.relaxedDefaults.some((l) => l.startsWith('DESTINATION_ALLOWED_NETWORKS'))).toBe(false);
+    // the key that seals stored secrets: required in production, generated outside DATA_DIR in development
+    expect(() => loadConfig({})).toThrow(/SECRETS_KEK or SECRETS_KEK_FILE is required/);
+    expect(dev.relaxedDefaults.some((l) => l.startsWith('SECRETS_KEK_FILE=') && l.includes('.hookline'))).toBe(true);
+    expect(loadConfig({ HOOKLINE_ENV: 'development', ...KEK }).relaxedDefaults.some((l) => l.startsWith('SECRETS_KEK'))).toBe(false);
   });
 
   it('reads brokers and raises the replication default for an external cluster', () => {
-    const c = loadConfig({ KAFKA_BROKERS: 'k1:9092, k2:9092', STAGES: 'deliver,sink' });
+    const c = loadConfig({ ...KEK, KAFKA_BROKERS: 'k1:9092, k2:9092', STAGES: 'deliver,sink' });
     expect(c.kafkaBrokers).toEqual(['k1:9092', 'k2:9092']);
     expect(c.kafkaReplicationFactor).toBe(3);
     expect(c.stages).toEqual(['deliver', 'sink']);
@@ -26,14 +50,14 @@ describe('configuration', () => {
   it('reports every problem at once', () => {
     let error: unknown;
     try {
-      loadConfig({ PORT: 'eighty', KAFKA_BROKERS: 'nohost', REDIS_URL: 'http://x', LOG_LEVEL: 'loud', STAGES: 'deliver,teleport', INGEST_MAX_BODY_BYTES: '0' });
+      loadConfig({ ...KEK, PORT: 'eighty', KAFKA_BROKERS: 'nohost', REDIS_URL: 'http://x', LOG_LEVEL: 'loud', STAGES: 'deliver,teleport', INGEST_MAX_BODY_BYTES: '0', INGEST_RATE_LIMIT_PER_HOOK: 'fast' });
     } catch (err) {
       error = err;
     }
     expect(error).toBeInstanceOf(ConfigError);
     const problems = (error as ConfigError).problems;
-    expect(problems).toHaveLength(6);
-    for (const name of ['PORT', 'KAFKA_BROKERS', 'REDIS_URL', 'LOG_LEVEL', 'STAGES', 'INGEST_MAX_BODY_BYTES']) {
+    expect(problems).toHaveLength(7);
+    for (const name of ['PORT', 'KAFKA_BROKERS', 'REDIS_URL', 'LOG_LEVEL', 'STAGES', 'INGEST_MAX_BODY_BYTES', 'INGEST_RATE_LIMIT_PER_HOOK']) {
       expect(problems.some((p) => p.startsWith(`${name}:`))).toBe(true);
     }
   });

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { freePort } from '../infra/process/ports';
 import { envWithoutInfra, isAlive, runScript, spawnScript, type Spawned } from './support/process';
+import { randomKek } from './support/keyring';
 
 /**
  * `npm start` as a user runs it: no infrastructure variables, an empty data dir. It must bring
@@ -78,12 +79,14 @@ describe('npm start on an empty data dir', () => {
 
   it('starts, serves, stops cleanly, and restarts with its state', async () => {
     const port = await freePort();
-    const env = envWithoutInfra({ DATA_DIR: dataDir, PORT: String(port), LOG_LEVEL: 'warn' });
+    const env = envWithoutInfra({ DATA_DIR: dataDir, PORT: String(port), LOG_LEVEL: 'warn', SECRETS_KEK: randomKek() });
     const url = `http://127.0.0.1:${port}`;
 
-    service = spawnScript('service/main.ts', [], env);
+    service = spawnScript('service/main.ts', ['--dev'], env);
     const first = await waitForHealth(url, 170_000);
     const [, demoKey] = await service.waitForOutput(/^\s+(hlk_\S+)$/m);
+    // development mode says what it relaxed, before anything else
+    expect(service.stderr()).toMatch(/DEVELOPMENT MODE[\s\S]*DESTINATION_ALLOWED_NETWORKS=loopback/);
     process.stderr.write(`npm start, first run on an empty data dir: health 200 after ${first.ms} ms\n`);
 
     const listed = await fetch(`${url}/v1/tenants/demo/destinations`, { headers: { authorization: `Bearer ${demoKey}` } });
@@ -99,7 +102,7 @@ describe('npm start on an empty data dir', () => {
 
     await stopAndCheckNothingLeft(service);
 
-    service = spawnScript('service/main.ts', [], env);
+    service = spawnScript('service/main.ts', ['--dev'], env);
     const second = await waitForHealth(url, 60_000);
     process.stderr.write(`npm start, second run: health 200 after ${second.ms} ms\n`);
     // tenants and keys survived; no second demo key was printed

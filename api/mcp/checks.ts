@@ -18,6 +18,7 @@ import type { DependencyName, DependencyStatus, HealthProbe } from '../routes/he
 import type { EvidenceLogInfo } from '../routes/evidence';
 import { isSsrfRefusal } from '../../platform/http/guarded-agent';
 import { SECRET_FIELDS } from '../routes/ingesters';
+import { authSecret } from '../../core/destination-auth';
 
 /** One answer of the running API to a probe request (see ApiProbe). */
 export interface ProbeAnswer {
@@ -136,7 +137,7 @@ export class Operations {
     const checks: Record<string, Check> = {
       'PROOF-001': (t) => this.accounted(t),
       'PROOF-002': () => this.stageLag(),
-      'PROOF-003': () => this.breakersWithinWindow(),
+      'PROOF-003': (t) => this.breakersWithinWindow(t),
       'PROOF-004': () => this.sinkLag(),
       'PROOF-005': () => this.logOnlyGrew(),
       'PROOF-006': () => this.kafkaTopics(),
@@ -150,7 +151,7 @@ export class Operations {
 
   async trustProofs(tenantId: string): Promise<ProofResult[]> {
     const checks: Record<string, Check> = {
-      'TRUST-001': () => this.keysHashed(),
+      'TRUST-001': (t) => this.keysHashed(t),
       'TRUST-002': (t) => this.scopesEnforced(t),
       'TRUST-003': () => this.signingKey(),
       'TRUST-004': (t) => this.outboundSigning(t),
@@ -295,13 +296,19 @@ export class Operations {
     return { status: worst(Object.values(stages).map((s) => s.status)), observed: { stages } };
   }
 
-  private async breakersWithinWindow() {
+  /** Every tenant's breakers count; only the caller's own are listed with their destination ids. */
+  private async breakersWithinWindow(tenantId: string) {
     const entries = await this.deps.breakers.entries();
     const now = Date.now();
     const window = this.deps.breakerResetMs + this.deps.thresholds.graceMs;
-    const listed = entries.map((e) => ({ destination_id: e.destination_id, state: e.state, since: new Date(e.since).toISOString(), for_ms: now - e.since, instance: e.instance }));
-    const stuck = listed.filter((e) => e.state === 'open' && e.for_ms > window);
-    return { status: stuck.length === 0 ? 'pass' : 'fail', observed: { open: listed.filter((e) => e.state === 'open').length, half_open: listed.filter((e) => e.state === 'half-open').length, window_ms: window, beyond_window: stuck, breakers: listed.slice(0, 50) } } as const;
+    const measured = entries.map((e) => ({ ...e, for_ms: now - e.since }));
+    const stuck = measured.filter((e) => e.state === 'open' && e.for_ms > window);
+    const own = measured.filter((e) => e.tenant_id === tenantId).map((e) => ({ destination_id: e.destination_id, state: e.state, since: new Date(e.since).toISOString(), for_ms: e.for_ms, instance: e.instance }));
+    const ownStuck = own.filter((e) => e.state === 'open' && e.for_ms > window);
+    return {
+      status: stuck.length === 0 ? 'pass' : 'fail',
+      observed: { open: measured.filter((e) => e.state === 'open').length, half_open: measured.filter((e) => e.state === 'half-open').length, window_ms: window, beyond_window: ownStuck, beyond_window_other_tenants: stuck.length - ownStuck.length, breakers: own.slice(0, 50) },
+    } as const;
   }
 
   private async sinkLag() {
@@ -357,7 +364,7 @@ export class Operations {
   private async deadLetters(tenantId: string) {
     const rs = await this.deps.clickhouse.query({
       query: `SELECT DISTINCT delivery_id FROM ${this.deps.database}.event_transitions
-              WHERE tenant_id = {tenant:String} AND state = 'dlq_queued' AND at >= now64(3) - INTERVAL 30 DAY LIMIT 100000`,
+              WHERE tenant_id = {tenant:String} AND state = 'dlq_queued' AND delivery_id != '' AND at >= now64(3) - INTERVAL 30 DAY LIMIT 100000`,
       query_params: { tenant: tenantId },
       format: 'JSONEachRow',
     });
@@ -401,10 +408,12 @@ export class Operations {
   // -------------------------------------------------------------------------------------------
   // trust proofs
 
-  private async keysHashed() {
+  /** Every tenant's keys count; only the caller's own unhashed keys are named. */
+  private async keysHashed(tenantId: string) {
     const keys = this.deps.store.all('api_key');
-    const bad = keys.filter((k) => !/^[0-9a-f]{64}$/.test(k.secret_sha256) || Object.keys(k).some((f) => /^(secret|api_key|key|token)$/i.test(f))).map((k) => k.id);
-    return { status: bad.length === 0 ? 'pass' : 'fail', observed: { keys: keys.length, hashed: keys.length - bad.length, not_hashed: bad } } as const;
+    const bad = keys.filter((k) => !/^[0-9a-f]{64}$/.test(k.secret_sha256) || Object.keys(k).some((f) => /^(secret|api_key|key|token)$/i.test(f)));
+    const own = bad.filter((k) => k.tenant_id === tenantId).map((k) => k.id);
+    return { status: bad.length === 0 ? 'pass' : 'fail', observed: { keys: keys.length, hashed: keys.length - bad.length, not_hashed: own, not_hashed_other_tenants: bad.length - own.length } } as const;
   }
 
   private async scopesEnforced(tenantId: string) {
@@ -503,7 +512,11 @@ export class Operations {
 
   private secretsOf(tenantId: string): string[] {
     const secrets = new Set<string>();
-    for (const d of this.deps.store.list('destination', tenantId)) if (d.signing_secret) secrets.add(d.signing_secret);
+    for (const d of this.deps.store.list('destination', tenantId)) {
+      if (d.signing_secret) secrets.add(d.signing_secret);
+      const credential = authSecret(d.auth);
+      if (credential) secrets.add(credential);
+    }
     for (const i of this.deps.store.list('ingester', tenantId)) {
       for (const [k, v] of Object.entries(i.config)) {
         if (!SECRET_FIELDS.test(k)) continue;

@@ -2,7 +2,7 @@ import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import packageJson from '../../package.json';
 import { AppError } from '../../core/errors';
@@ -56,9 +56,11 @@ export function toolCatalogue(components: Record<string, Json>): ListedTool[] {
   addFormats(ajv);
   return TOOLS.map((spec) => {
     const body = spec.input.body ? (components[spec.input.body] as Json) : { properties: {}, required: [] };
+    // a tool is a call, not a GET's answer sent back: members the service sets are no input
+    const settable = Object.entries((body.properties as Json) ?? {}).filter(([, v]) => (v as Json)?.readOnly !== true);
     const input: Json = {
       type: 'object',
-      properties: { ...((body.properties as Json) ?? {}), ...(spec.input.properties ?? {}) },
+      properties: { ...Object.fromEntries(settable), ...(spec.input.properties ?? {}) },
       required: [...((body.required as string[]) ?? []), ...(spec.input.required ?? [])],
       ...(body.allOf ? { allOf: body.allOf } : {}),
     };
@@ -125,6 +127,43 @@ function messagesOf(body: unknown): Json[] {
   return typeof body === 'object' && body !== null ? [body as Json] : [];
 }
 
+/** The request as the web-standard transport reads it (the body is already parsed). */
+function webRequestOf(req: Request): globalThis.Request {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value === undefined) continue;
+    for (const v of Array.isArray(value) ? value : [value]) headers.append(name, v);
+  }
+  return new globalThis.Request(`http://localhost${req.originalUrl}`, { method: req.method, headers });
+}
+
+/** A refusal of the MCP transport (a JSON-RPC error with an HTTP error status) as the AppError it stands for. */
+async function transportError(answer: globalThis.Response): Promise<AppError> {
+  let message = `the MCP transport refused the request (${answer.status})`;
+  try {
+    const body = (await answer.json()) as { error?: { message?: unknown } };
+    if (typeof body.error?.message === 'string') message = body.error.message;
+  } catch {
+    /* no JSON-RPC error body: the status says it */
+  }
+  switch (answer.status) {
+    case 406:
+      return new AppError('not-acceptable', `${message}; send Accept: application/json, text/event-stream`);
+    case 413:
+      return new AppError('payload-too-large', message);
+    case 415:
+      return new AppError('unsupported-media-type', message);
+    case 404:
+      return new AppError('not-found', message);
+    case 400: {
+      const field = /protocol version/i.test(message) ? 'MCP-Protocol-Version' : /session/i.test(message) ? 'Mcp-Session-Id' : 'body';
+      return new AppError('validation-error', message, { errors: [{ field, message }] });
+    }
+    default:
+      return new AppError(answer.status < 500 ? 'validation-error' : 'internal-error', message, answer.status < 500 ? { errors: [{ field: 'request', message }] } : {});
+  }
+}
+
 /**
  * POST /v1/mcp: the Streamable HTTP transport, stateless (a server per request, JSON answers).
  * A call of a tool whose write group is disabled, or whose scope the key lacks, is refused with
@@ -147,14 +186,21 @@ export function mcpHandler(options: McpOptions): RequestHandler {
     }
     const requestId = String(res.getHeader('x-request-id') ?? '');
     const server = mcpServer(options, key, String(req.headers.authorization), requestId);
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     res.on('close', () => {
       void transport.close();
       void server.close();
     });
     try {
       await server.connect(transport);
-      await transport.handleRequest(req, res, req.body);
+      const answer = await transport.handleRequest(webRequestOf(req), { parsedBody: req.body });
+      // the transport answers its refusals as JSON-RPC errors; this API answers them as problems
+      if (answer.status >= 400) return next(await transportError(answer));
+      res.status(answer.status);
+      answer.headers.forEach((value, name) => {
+        if (name !== 'content-length') res.setHeader(name, value);
+      });
+      res.end(Buffer.from(await answer.arrayBuffer()));
     } catch (err) {
       if (!res.headersSent) return next(err);
       options.log.error('MCP request failed after answering began', { request_id: requestId, error: errorMessage(err), stack: (err as Error).stack });

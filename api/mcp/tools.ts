@@ -235,6 +235,24 @@ export const TOOLS: ToolSpec[] = [
     run: (d, c) => rest(d, c, 'POST', tenantPath(c, `/events/${enc(String(c.args.event_id))}/retry`)),
   },
   {
+    name: 'list_api_keys', title: 'API keys of the tenant', group: 'read', scope: 'read:keys',
+    description: 'The tenant\'s API keys, oldest first, revoked and expired ones included, with status and last use; never a secret (as GET /v1/tenants/{tenant_id}/api-keys).',
+    input: { properties: { limit, cursor } }, output: 'ApiKeyList', annotations: { readOnlyHint: true },
+    run: (d, c) => rest(d, c, 'GET', tenantPath(c, '/api-keys'), { query: { limit: c.args.limit, cursor: c.args.cursor } }),
+  },
+  {
+    name: 'create_api_key', title: 'Create an API key', group: 'write:keys', scope: 'write:keys',
+    description: 'Issues an API key with at most the scopes, resources and lifetime of the calling key; the plain key is in this answer only.',
+    input: { body: 'ApiKeyCreate', properties: { idempotency_key: idempotencyKey } }, output: 'ApiKeyCreated', annotations: { readOnlyHint: false, destructiveHint: false },
+    run: (d, c) => rest(d, c, 'POST', tenantPath(c, '/api-keys'), { body: bodyOf(c.args) }),
+  },
+  {
+    name: 'revoke_api_key', title: 'Revoke an API key', group: 'write:keys', scope: 'write:keys',
+    description: 'Revokes an API key for good: every API process refuses it within about a second; it stays listed with revoked_at. A key may revoke itself.',
+    input: { properties: { key_id: id('The API key (key_...).'), idempotency_key: idempotencyKey }, required: ['key_id'] }, output: 'ApiKey', annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true },
+    run: (d, c) => rest(d, c, 'POST', tenantPath(c, `/api-keys/${enc(String(c.args.key_id))}/revoke`)),
+  },
+  {
     name: 'create_saved_payload', title: 'Save a payload', group: 'write:payloads', scope: 'write:payloads',
     description: 'Keeps a named JSON object, e.g. to send test events.',
     input: { body: 'SavedPayloadCreate', properties: { idempotency_key: idempotencyKey } }, output: 'SavedPayload', annotations: { readOnlyHint: false, destructiveHint: false },

@@ -1,6 +1,7 @@
 import express, { type Router } from 'express';
-import { AppError, notFound } from '../../core/errors';
+import { AppError, notFound, unprocessable } from '../../core/errors';
 import { newId } from '../../core/ids';
+import { checkQuota, DEFAULT_QUOTAS, type Quotas } from '../../core/quotas';
 import type { Destination } from '../../core/model';
 import { newSigningSecret } from '../../core/signing/standard-webhooks';
 import { validateSchedule } from '../../core/retry-schedule';
@@ -8,13 +9,17 @@ import type { ConfigStore } from '../../platform/config-store/config-store';
 import type { NameClaims } from '../ports';
 import { authOf, requireResource, requireScope } from '../auth';
 import { BodyChecker } from '../validation';
+import { maskAuth, parseDestinationAuth } from '../../core/destination-auth';
 import { pageOf } from '../paging';
 
 export function destinationView(d: Destination) {
-  return { id: d.id, name: d.name, url: d.url, status: d.status, created_at: d.created_at, updated_at: d.updated_at, disabled_reason: d.disabled_reason, retry_schedule_ms: d.retry_schedule_ms ?? null };
+  return { id: d.id, name: d.name, url: d.url, status: d.status, created_at: d.created_at, updated_at: d.updated_at, disabled_reason: d.disabled_reason, retry_schedule_ms: d.retry_schedule_ms ?? null, auth: maskAuth(d.auth) };
 }
 
-export function destinationsRouter(store: ConfigStore, claims: NameClaims, options: { httpsOnly?: boolean } = {}): Router {
+/** What a create writes, and what a GET shows beside it (accepted, kept as the service sets it). */
+const DESTINATION_MEMBERS = ['name', 'url', 'retry_schedule_ms', 'auth', 'id', 'status', 'created_at', 'updated_at', 'disabled_reason'];
+
+export function destinationsRouter(store: ConfigStore, claims: NameClaims, options: { httpsOnly?: boolean; refusalOf: (url: string) => Promise<string | null>; quotas?: Quotas }): Router {
   const router = express.Router({ mergeParams: true });
 
   router.get('/', requireScope('read:destinations'), (req, res) => {
@@ -27,6 +32,7 @@ export function destinationsRouter(store: ConfigStore, claims: NameClaims, optio
   router.post('/', requireScope('write:destinations'), async (req, res) => {
     const key = authOf(res);
     const check = new BodyChecker(req.body);
+    check.only(DESTINATION_MEMBERS);
     const name = check.string('name', { required: true, max: 200 });
     const url = check.url('url', { required: true });
     if (options.httpsOnly && url !== undefined && /^http:/i.test(url.trim())) check.fail('url', 'must be an https: URL on this deployment');
@@ -35,7 +41,12 @@ export function destinationsRouter(store: ConfigStore, claims: NameClaims, optio
       const problem = validateSchedule(schedule);
       if (problem) check.fail('retry_schedule_ms', problem);
     }
+    const { auth, errors: authErrors } = parseDestinationAuth(check.body.auth);
+    for (const e of authErrors) check.fail(e.field, e.message);
     check.done();
+    checkQuota(store, key.tenant_id, 'destinations', options.quotas ?? DEFAULT_QUOTAS);
+    const refusal = await options.refusalOf(url!);
+    if (refusal !== null) throw unprocessable([{ field: 'url', message: refusal }]);
     const id = newId('destination');
     const claimed = await claims.claim(key.tenant_id, 'destination-name', name!.trim(), id, (owner) => store.get('destination', key.tenant_id, owner) !== undefined);
     if (!claimed) throw new AppError('conflict', `a destination named "${name!.trim()}" already exists`);
@@ -48,6 +59,7 @@ export function destinationsRouter(store: ConfigStore, claims: NameClaims, optio
       url: url!,
       status: 'active',
       signing_secret: newSigningSecret(),
+      auth,
       disabled_reason: null,
       retry_schedule_ms: Array.isArray(schedule) ? (schedule as number[]) : null,
       created_at: now,

@@ -1,6 +1,8 @@
 import express, { type Router } from 'express';
 import type { ClickHouseClient } from '@clickhouse/client';
 import { AppError, notFound } from '../../core/errors';
+import { decodeStoredBody } from '../../core/stored-body';
+import { HOPS_HEADER, hopsOf } from '../../core/hops';
 import type { ConfigStore } from '../../platform/config-store/config-store';
 import type { DeliveryTask } from '../../platform/avro/records';
 import { replayDelivery, type ReplayDeps } from '../../platform/replay/replay';
@@ -12,12 +14,16 @@ interface EventRow {
   received_at_ms: string;
   content_type: string | null;
   body: string;
+  body_sha256: string;
+  headers: string;
 }
 
-/** The sink stores non-UTF-8 bodies as `base64:<data>`; this gives back the exact bytes. */
-export function bodyBytes(stored: string): Buffer {
-  return stored.startsWith('base64:') ? Buffer.from(stored.slice('base64:'.length), 'base64') : Buffer.from(stored, 'utf8');
+/** The hop count the event arrived with, so that a retry counts as the delivery it repeats. */
+function hopsOfStored(headers: string): number {
+  const pairs = JSON.parse(headers) as [string, string][];
+  return hopsOf(pairs.find(([name]) => name === HOPS_HEADER)?.[1]);
 }
+
 
 export function eventsRouter(clickhouse: ClickHouseClient, database: string, store: ConfigStore, replay: ReplayDeps): Router {
   const router = express.Router({ mergeParams: true });
@@ -31,13 +37,16 @@ export function eventsRouter(clickhouse: ClickHouseClient, database: string, sto
     const eventId = String(req.params.eventId);
     const params = { tenant: key.tenant_id, event: eventId };
     const eventRs = await clickhouse.query({
-      query: `SELECT ingester_id, correlation_id, toString(toUnixTimestamp64Milli(received_at)) AS received_at_ms, content_type, body
+      query: `SELECT ingester_id, correlation_id, toString(toUnixTimestamp64Milli(received_at)) AS received_at_ms, content_type, body, body_sha256, headers
               FROM ${database}.events FINAL WHERE tenant_id = {tenant:String} AND event_id = {event:String} LIMIT 1`,
       query_params: params,
       format: 'JSONEachRow',
     });
     const [event] = await eventRs.json<EventRow>();
     if (!event) throw notFound(`event ${eventId}`);
+    // never deliver bytes other than the ones received
+    const body = decodeStoredBody(event.body, event.body_sha256);
+    if (!body) throw new AppError('conflict', `event ${eventId} cannot be retried: its stored body does not match the SHA-256 recorded when it was received`);
     const deadRs = await clickhouse.query({
       query: `SELECT delivery_id, destination_id FROM ${database}.deliveries FINAL
               WHERE tenant_id = {tenant:String} AND event_id = {event:String}
@@ -68,8 +77,9 @@ export function eventsRouter(clickhouse: ClickHouseClient, database: string, sto
         not_before: Date.now(),
         received_at: Number(event.received_at_ms),
         content_type: event.content_type,
-        body: bodyBytes(event.body),
+        body,
         replay_of: null,
+        hops: hopsOfStored(event.headers),
       };
       const id = await replayDelivery(replay, task, `retry requested through the API (request ${String(res.getHeader('x-request-id'))})`);
       if (id) queued.push(id);

@@ -1,5 +1,7 @@
+import { checkFanout } from '../../core/fanout';
 import express, { type Response, type Router } from 'express';
 import { notFound } from '../../core/errors';
+import { checkQuota, DEFAULT_QUOTAS, type Quotas } from '../../core/quotas';
 import { newId } from '../../core/ids';
 import type { DeliveryFlow } from '../../core/model';
 import type { ConfigStore } from '../../platform/config-store/config-store';
@@ -12,7 +14,7 @@ export function flowView(f: DeliveryFlow) {
 }
 
 /** Delivery flows: an ingester's events fan out to each destination of each of its flows. */
-export function flowsRouter(store: ConfigStore): Router {
+export function flowsRouter(store: ConfigStore, maxFanout: number, quotas: Quotas = DEFAULT_QUOTAS): Router {
   const router = express.Router({ mergeParams: true });
   const find = (res: Response, id: string): DeliveryFlow => {
     const f = store.get('flow', authOf(res).tenant_id, id);
@@ -23,8 +25,11 @@ export function flowsRouter(store: ConfigStore): Router {
   const read = (body: unknown, res: Response, previous?: DeliveryFlow) => {
     const tenantId = authOf(res).tenant_id;
     const check = new BodyChecker(body);
+    // what a GET shows is accepted back; on an update the ingester cannot change
+    check.only(['name', 'ingester_id', 'destination_ids', 'id', 'created_at', 'updated_at']);
     const name = check.string('name', { required: true, max: 200 });
     const ingesterId = previous ? previous.ingester_id : check.string('ingester_id', { required: true });
+    if (previous && check.body.ingester_id !== undefined && check.body.ingester_id !== previous.ingester_id) check.fail('ingester_id', 'cannot change: a delivery flow belongs to its ingester');
     if (!previous && ingesterId && !store.get('ingester', tenantId, ingesterId)) check.fail('ingester_id', `ingester ${ingesterId} does not exist`);
     const destinationIds = check.stringArray('destination_ids') ?? (previous ? previous.destination_ids : undefined);
     if (!destinationIds) check.fail('destination_ids', 'is required');
@@ -33,6 +38,7 @@ export function flowsRouter(store: ConfigStore): Router {
     }
     check.done();
     for (const id of [ingesterId!, ...destinationIds!]) requireResource(res, id);
+    checkFanout(store.list('flow', tenantId), ingesterId!, previous?.id, destinationIds!, maxFanout);
     return { name: name!.trim(), ingesterId: ingesterId!, destinationIds: [...new Set(destinationIds!)] };
   };
 
@@ -45,6 +51,7 @@ export function flowsRouter(store: ConfigStore): Router {
 
   router.post('/', requireScope('write:flows'), async (req, res) => {
     const input = read(req.body, res);
+    checkQuota(store, authOf(res).tenant_id, 'delivery_flows', quotas);
     const now = new Date().toISOString();
     const flow: DeliveryFlow = { kind: 'flow', id: newId('flow'), tenant_id: authOf(res).tenant_id, name: input.name, ingester_id: input.ingesterId, destination_ids: input.destinationIds, created_at: now, updated_at: now };
     await store.put(flow);

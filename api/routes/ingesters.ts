@@ -1,6 +1,8 @@
+import { checkFanout } from '../../core/fanout';
 import express, { type Response, type Router } from 'express';
-import { AppError, notFound } from '../../core/errors';
+import { AppError, notFound, unprocessable } from '../../core/errors';
 import { parseFilters } from '../../core/filters';
+import { checkQuota, DEFAULT_QUOTAS, type Quotas } from '../../core/quotas';
 import { newId } from '../../core/ids';
 import type { DeliveryFlow, Ingester, Provider } from '../../core/model';
 import { checkProviderConfig, SUPPORTED_PROVIDERS } from '../../core/providers';
@@ -9,13 +11,10 @@ import { authOf, requireResource, requireScope } from '../auth';
 import { pageOf } from '../paging';
 import { BodyChecker } from '../validation';
 
-/** Config members whose values are secrets: masked in answers, looked for in TRUST-006's scan. */
-export const SECRET_FIELDS = /secret|token|password|key/i;
-const MASK = '****';
+import { MASK, maskValue, SECRET_FIELDS } from '../../core/secrets/fields';
 
-function maskValue(v: unknown): unknown {
-  return typeof v === 'string' ? `${MASK}${v.slice(-4)}` : MASK;
-}
+/** Config members whose values are secrets: masked in answers, looked for in TRUST-006's scan. */
+export { SECRET_FIELDS };
 
 /** Provider settings as the API shows them: every secret reduced to its last four characters. */
 export function maskConfig(config: Record<string, unknown>): Record<string, unknown> {
@@ -58,17 +57,85 @@ export function ingesterView(i: Ingester, flows: DeliveryFlow[], publicBaseUrl: 
   };
 }
 
+interface FlowInput {
+  /** On an update, the ingester's flow this entry rewrites; unset, a new flow. */
+  id: string | undefined;
+  name: string;
+  destinationIds: string[];
+}
+
 interface IngesterInput {
   name: string;
   provider: Provider;
   config: Record<string, unknown>;
   filters: unknown[];
   destinationIds: string[] | undefined;
+  /** The ingester's delivery flows as they are to be, when `delivery_flows` was given. */
+  flows: FlowInput[] | undefined;
+}
+
+/** What a create or update writes, and what a GET shows beside it (accepted, kept as the service sets it). */
+const INGESTER_MEMBERS = ['name', 'provider', 'config', 'filters', 'destination_ids', 'delivery_flows', 'id', 'hook_url', 'created_at', 'updated_at'];
+const FLOW_ENTRY_MEMBERS = ['id', 'name', 'destination_ids'];
+
+/**
+ * `delivery_flows` as a GET shows it: `[{id?, name?, destination_ids}]`. On a create every entry
+ * makes a new flow (an `id` is the shown one of another ingester, and ignored); on an update an
+ * entry with the id of one of this ingester's flows rewrites it, one without makes a new flow,
+ * and the ingester's flows left out are deleted.
+ */
+function readFlows(check: BodyChecker, store: ConfigStore, tenantId: string, ingesterName: string, previous?: Ingester): FlowInput[] | undefined {
+  const raw = check.body.delivery_flows;
+  if (raw === undefined || raw === null) return undefined;
+  if (!Array.isArray(raw)) {
+    check.fail('delivery_flows', 'must be an array of {name, destination_ids}');
+    return undefined;
+  }
+  const flows: FlowInput[] = [];
+  const seen = new Set<string>();
+  for (const [i, entry] of raw.entries()) {
+    const at = `delivery_flows[${i}]`;
+    if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) {
+      check.fail(at, 'must be an object {name, destination_ids}');
+      continue;
+    }
+    const e = entry as Record<string, unknown>;
+    for (const k of Object.keys(e)) if (!FLOW_ENTRY_MEMBERS.includes(k)) check.fail(`${at}.${k}`, 'is not a member of a delivery flow');
+    let id: string | undefined;
+    if (e.id !== undefined && e.id !== null) {
+      if (typeof e.id !== 'string') check.fail(`${at}.id`, 'must be a string');
+      else if (previous) {
+        const flow = store.get('flow', tenantId, e.id);
+        if (!flow || flow.ingester_id !== previous.id) check.fail(`${at}.id`, `is not a delivery flow of this ingester`);
+        else if (seen.has(e.id)) check.fail(`${at}.id`, 'appears twice');
+        else id = e.id;
+        seen.add(e.id);
+      }
+    }
+    // a flow rewritten without a name keeps its own
+    let name = (id && store.get('flow', tenantId, id)?.name) || `${ingesterName} ${i === 0 ? 'default' : i + 1}`;
+    if (e.name !== undefined && e.name !== null) {
+      if (typeof e.name !== 'string' || e.name.trim() === '' || e.name.length > 200) check.fail(`${at}.name`, 'must be a non-empty string of at most 200 characters');
+      else name = e.name.trim();
+    }
+    const ids = e.destination_ids;
+    if (!Array.isArray(ids) || ids.some((x) => typeof x !== 'string')) {
+      check.fail(`${at}.destination_ids`, 'is required and must be an array of strings');
+      continue;
+    }
+    for (const [j, d] of (ids as string[]).entries()) {
+      if (!store.get('destination', tenantId, d)) check.fail(`${at}.destination_ids[${j}]`, `destination ${d} does not exist`);
+    }
+    flows.push({ id, name, destinationIds: [...new Set(ids as string[])] });
+  }
+  if (check.body.destination_ids !== undefined && check.body.destination_ids !== null) check.fail('delivery_flows', 'give destination_ids or delivery_flows, not both');
+  return flows;
 }
 
 /** Reads a create (all fields) or an update (name required, the rest kept from `previous`). */
 function readIngester(body: unknown, store: ConfigStore, res: Response, tenantId: string, previous?: Ingester): IngesterInput {
   const check = new BodyChecker(body);
+  check.only(INGESTER_MEMBERS);
   const name = check.string('name', { required: true, max: 200 });
   const provider = check.oneOf('provider', SUPPORTED_PROVIDERS, { required: !previous }) ?? previous?.provider;
   const given = check.object('config');
@@ -77,16 +144,19 @@ function readIngester(body: unknown, store: ConfigStore, res: Response, tenantId
   for (const [i, id] of (destinationIds ?? []).entries()) {
     if (!store.get('destination', tenantId, id)) check.fail(`destination_ids[${i}]`, `destination ${id} does not exist`);
   }
+  const flows = readFlows(check, store, tenantId, (name ?? '').trim(), previous);
   const rawFilters = check.body.filters;
-  const parsed = rawFilters === undefined ? { filters: previous?.filters ?? [], errors: [] } : parseFilters(rawFilters);
+  const parsed = rawFilters === undefined ? { filters: previous?.filters ?? [], errors: [], refused: [] } : parseFilters(rawFilters);
   for (const e of parsed.errors) check.fail(e.field, e.message);
   if (provider) for (const p of checkProviderConfig(provider, config)) check.fail(p.field, p.message);
   check.done();
-  for (const id of destinationIds ?? []) requireResource(res, id);
-  return { name: name!.trim(), provider: provider!, config, filters: parsed.filters, destinationIds: destinationIds ? [...new Set(destinationIds)] : undefined };
+  // well-formed, but a pattern the regex engine cannot run: 422 once nothing is malformed
+  if (parsed.refused.length > 0) throw unprocessable(parsed.refused);
+  for (const id of [...(destinationIds ?? []), ...(flows ?? []).flatMap((f) => f.destinationIds)]) requireResource(res, id);
+  return { name: name!.trim(), provider: provider!, config, filters: parsed.filters, destinationIds: destinationIds ? [...new Set(destinationIds)] : undefined, flows };
 }
 
-export function ingestersRouter(store: ConfigStore, publicBaseUrl: string): Router {
+export function ingestersRouter(store: ConfigStore, publicBaseUrl: string, maxFanout: number, quotas: Quotas = DEFAULT_QUOTAS): Router {
   const router = express.Router({ mergeParams: true });
   const view = (i: Ingester, tenantId: string) => ingesterView(i, store.list('flow', tenantId), publicBaseUrl);
   const find = (res: Response, id: string): Ingester => {
@@ -107,11 +177,15 @@ export function ingestersRouter(store: ConfigStore, publicBaseUrl: string): Rout
   router.post('/', requireScope('write:ingesters'), async (req, res) => {
     const key = authOf(res);
     const input = readIngester(req.body, store, res, key.tenant_id);
+    const flows = input.flows ?? (input.destinationIds && input.destinationIds.length > 0 ? [{ id: undefined, name: `${input.name} default`, destinationIds: input.destinationIds }] : []);
+    checkFanout([], '', undefined, flows.flatMap((f) => f.destinationIds), maxFanout);
+    checkQuota(store, key.tenant_id, 'ingesters', quotas);
+    if (flows.length > 0) checkQuota(store, key.tenant_id, 'delivery_flows', quotas, flows.length);
     const now = new Date().toISOString();
     const ingester: Ingester = { kind: 'ingester', id: newId('ingester'), tenant_id: key.tenant_id, name: input.name, provider: input.provider, config: input.config, filters: input.filters, created_at: now, updated_at: now };
-    // the flow first: an event arriving the moment the ingester exists already has a route
-    if (input.destinationIds && input.destinationIds.length > 0) {
-      await store.put({ kind: 'flow', id: newId('flow'), tenant_id: key.tenant_id, name: `${ingester.name} default`, ingester_id: ingester.id, destination_ids: input.destinationIds, created_at: now, updated_at: now });
+    // the flows first: an event arriving the moment the ingester exists already has a route
+    for (const f of flows) {
+      await store.put({ kind: 'flow', id: newId('flow'), tenant_id: key.tenant_id, name: f.name, ingester_id: ingester.id, destination_ids: f.destinationIds, created_at: now, updated_at: now });
     }
     await store.put(ingester);
     res.status(201).location(`${req.baseUrl}/${ingester.id}`).json(view(ingester, key.tenant_id));
@@ -131,8 +205,21 @@ export function ingestersRouter(store: ConfigStore, publicBaseUrl: string): Rout
     const previous = find(res, String(req.params.ingesterId));
     const input = readIngester(req.body, store, res, key.tenant_id, previous);
     const now = new Date().toISOString();
-    if (input.destinationIds) {
+    if (input.flows) {
+      const current = store.list('flow', key.tenant_id).filter((f) => f.ingester_id === previous.id);
+      checkFanout([], '', undefined, input.flows.flatMap((f) => f.destinationIds), maxFanout);
+      const added = input.flows.filter((f) => !f.id).length;
+      const removed = current.filter((c) => !input.flows!.some((f) => f.id === c.id));
+      if (added > removed.length) checkQuota(store, key.tenant_id, 'delivery_flows', quotas, added - removed.length);
+      for (const f of input.flows) {
+        const old = f.id ? current.find((c) => c.id === f.id) : undefined;
+        if (old) await store.put({ ...old, name: f.name, destination_ids: f.destinationIds, updated_at: now });
+        else await store.put({ kind: 'flow', id: newId('flow'), tenant_id: key.tenant_id, name: f.name, ingester_id: previous.id, destination_ids: f.destinationIds, created_at: now, updated_at: now });
+      }
+      for (const c of removed) await store.remove('flow', key.tenant_id, c.id);
+    } else if (input.destinationIds) {
       const [flow] = store.list('flow', key.tenant_id).filter((f) => f.ingester_id === previous.id);
+      checkFanout(store.list('flow', key.tenant_id), previous.id, flow?.id, input.destinationIds, maxFanout);
       if (flow) await store.put({ ...flow, destination_ids: input.destinationIds, updated_at: now });
       else if (input.destinationIds.length > 0) {
         await store.put({ kind: 'flow', id: newId('flow'), tenant_id: key.tenant_id, name: `${input.name} default`, ingester_id: previous.id, destination_ids: input.destinationIds, created_at: now, updated_at: now });

@@ -1,6 +1,7 @@
 import express, { type Router } from 'express';
 import { AppError, notFound } from '../../core/errors';
 import { newId } from '../../core/ids';
+import { checkQuota, DEFAULT_QUOTAS, type Quotas } from '../../core/quotas';
 import type { SavedPayload } from '../../core/model';
 import type { ConfigStore } from '../../platform/config-store/config-store';
 import { authOf, requireResource, requireScope } from '../auth';
@@ -14,7 +15,7 @@ export function payloadView(p: SavedPayload) {
   return { id: p.id, name: p.name, payload: p.payload, created_at: p.created_at };
 }
 
-export function savedPayloadsRouter(store: ConfigStore): Router {
+export function savedPayloadsRouter(store: ConfigStore, quotas: Quotas = DEFAULT_QUOTAS): Router {
   const router = express.Router({ mergeParams: true });
 
   router.get('/', requireScope('read:payloads'), (req, res) => {
@@ -27,12 +28,15 @@ export function savedPayloadsRouter(store: ConfigStore): Router {
   router.post('/', requireScope('write:payloads'), async (req, res) => {
     const key = authOf(res);
     const check = new BodyChecker(req.body);
+    // what a GET shows is accepted back; `id` and `created_at` are the service's own
+    check.only(['name', 'payload', 'id', 'created_at']);
     const name = check.string('name', { required: true, max: 200 });
     const payload = check.object('payload', { required: true });
     check.done();
     if (Buffer.byteLength(JSON.stringify(payload)) > MAX_PAYLOAD_BYTES) {
       throw new AppError('payload-too-large', `a saved payload may be at most ${MAX_PAYLOAD_BYTES} bytes of JSON`);
     }
+    checkQuota(store, key.tenant_id, 'saved_payloads', quotas);
     const saved: SavedPayload = { kind: 'saved_payload', id: newId('savedPayload'), tenant_id: key.tenant_id, name: name!.trim(), payload: payload!, created_at: new Date().toISOString() };
     await store.put(saved);
     res.status(201).location(`${req.baseUrl}/${saved.id}`).json(payloadView(saved));

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { Partitioners } from 'kafkajs';
@@ -7,7 +8,11 @@ import { spawnScript, type Child } from './procs';
 import { sleep } from './stats';
 import { callApi } from '../../test/support/service-process';
 
+/** One key-encryption key per bench run, shared by its processes (they read each other's configuration). */
+export const RUN_KEK = `bench-${randomBytes(3).toString('hex')}:${randomBytes(32).toString('base64')}`;
+
 /** Infrastructure the benchmark started, shared by every service instance. */
+
 export interface Infra {
   brokers: string[];
   redisUrl: string;
@@ -48,6 +53,14 @@ export async function startInstance(opts: { name: string; root: string; prefix: 
     LOG_LEVEL: opts.logLevel,
     // the API's per-key limiter stays in the path (it still counts in Redis) but never refuses
     RATE_LIMITS: 'default=100000000/60s',
+    // the Hook URL's limiter stays in the path too (leasing tokens from Redis, as in production)
+    // but never refuses: the figure is the Hook URL's throughput, not a limit
+    INGEST_RATE_LIMIT_PER_HOOK: '100000000/60s',
+    INGEST_RATE_LIMIT_PER_TENANT: '100000000/60s',
+    // the receiver listens on loopback, which production refuses
+    DESTINATION_ALLOWED_NETWORKS: 'loopback',
+    // processes of one run share the key their secrets are sealed under
+    SECRETS_KEK: RUN_KEK,
     ...opts.extraEnv,
   });
   const proc = spawnScript(`service ${opts.name}`, 'service/main.ts', [], env, path.join(opts.root, `${opts.name}.log`));

@@ -24,10 +24,10 @@ export class Breakers {
 
   constructor(
     private readonly settings: BreakerSettings,
-    private readonly onChange: (destinationId: string, state: BreakerState) => void = () => undefined,
+    private readonly onChange: (destinationId: string, state: BreakerState, tenantId: string) => void = () => undefined,
   ) {}
 
-  private entry(destinationId: string) {
+  private entry(destinationId: string, tenantId: string) {
     let e = this.byDestination.get(destinationId);
     if (!e) {
       const breaker = new CircuitBreaker(async (action: () => Promise<unknown>) => action(), {
@@ -43,10 +43,10 @@ export class Breakers {
       const created = { breaker, openedAt: 0 };
       breaker.on('open', () => {
         created.openedAt = Date.now();
-        this.onChange(destinationId, 'open');
+        this.onChange(destinationId, 'open', tenantId);
       });
-      breaker.on('halfOpen', () => this.onChange(destinationId, 'half-open'));
-      breaker.on('close', () => this.onChange(destinationId, 'closed'));
+      breaker.on('halfOpen', () => this.onChange(destinationId, 'half-open', tenantId));
+      breaker.on('close', () => this.onChange(destinationId, 'closed', tenantId));
       this.byDestination.set(destinationId, created);
       e = created;
     }
@@ -54,8 +54,8 @@ export class Breakers {
   }
 
   /** Runs `action` through the destination's breaker; rejects with code EOPENBREAKER when open. */
-  run<T>(destinationId: string, action: () => Promise<T>): Promise<T> {
-    return this.entry(destinationId).breaker.fire(action) as Promise<T>;
+  run<T>(destination: { id: string; tenant_id: string }, action: () => Promise<T>): Promise<T> {
+    return this.entry(destination.id, destination.tenant_id).breaker.fire(action) as Promise<T>;
   }
 
   state(destinationId: string): BreakerState {

@@ -1,3 +1,4 @@
+import { HOPS_HEADER } from '../../core/hops';
 import { createHash } from 'node:crypto';
 import type { Destination } from '../../core/model';
 import type { Topics } from '../../core/topics';
@@ -10,6 +11,7 @@ import { DestinationUnhealthy, isOpenBreaker, type Breakers } from './breakers';
 import { decide, parseRetryAfter, type AttemptResult, type Decision } from './decide';
 import type { HttpSender, SendResult } from './http-sender';
 import { delayTopicFor } from './delay';
+import { authHeader } from '../../core/destination-auth';
 
 /** What delivery needs of the configuration. */
 export interface DestinationPort {
@@ -33,17 +35,25 @@ function isResponse(v: unknown): v is SendResult {
   return typeof v === 'object' && v !== null && typeof (v as { status?: unknown }).status === 'number' && typeof (v as { headers?: unknown }).headers === 'object';
 }
 
-/** The Standard Webhooks headers, the original content type and the correlation id. */
+/** The Standard Webhooks headers, the original content type, the correlation id and the destination's credentials. */
 export function outboundHeaders(task: DeliveryTask, destination: Destination, nowMs: number): Record<string, string> {
   const timestamp = Math.floor(nowMs / 1000);
-  return {
+  const headers: Record<string, string> = {
     'content-type': task.content_type ?? 'application/octet-stream',
     'webhook-id': task.delivery_id,
     'webhook-timestamp': String(timestamp),
     'webhook-signature': signStandardWebhook(destination.signing_secret, task.delivery_id, timestamp, task.body),
     'x-correlation-id': task.correlation_id,
+    // the receiver may be another Hook URL of this service: its count stops a loop
+    [HOPS_HEADER]: String((task.hops ?? 0) + 1),
     'user-agent': 'hookline/0.1',
   };
+  // the credentials the receiver asked for; their name is never one of the headers above
+  if (destination.auth) {
+    const [name, value] = authHeader(destination.auth);
+    headers[name] = value;
+  }
+  return headers;
 }
 
 /**
@@ -57,7 +67,7 @@ export function deliverStage(deps: DeliverDeps): RecordStage<'DeliveryTask'> {
   async function attempt(task: DeliveryTask, destination: Destination): Promise<{ result: AttemptResult; durationMs: number }> {
     const started = now();
     try {
-      const res = await deps.breakers.run(destination.id, async () => {
+      const res = await deps.breakers.run(destination, async () => {
         let r: Awaited<ReturnType<HttpSender['send']>>;
         try {
           r = await deps.sender.send({ url: destination.url, headers: outboundHeaders(task, destination, now()), body: task.body });

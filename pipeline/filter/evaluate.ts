@@ -1,4 +1,6 @@
-import { compilePattern, type AnyRule, type BodyRule, type EventTypeRule, type FilterRule, type HeaderRule, type JsonScalar } from '../../core/filters';
+import { DEFAULT_FILTER_LIMITS, type AnyRule, type BodyRule, type EventTypeRule, type FilterLimits, type FilterRule, type HeaderRule, type JsonScalar } from '../../core/filters';
+import { compilePattern } from '../../core/regex';
+import { jsonDepthExceeds } from './json-depth';
 
 /** What the filter stage knows about a verified webhook. Header names arrive lower-case. */
 export interface FilterInput {
@@ -7,17 +9,34 @@ export interface FilterInput {
   body: Buffer;
 }
 
-export type FilterResult = { pass: true } | { pass: false; rule_index: number; rule: FilterRule; reason: string };
+/**
+ * Passed, dropped by the first failing rule, or not judged: a rule needed more of the event
+ * than the limits allow. An unevaluable event is neither passed nor dropped; the stage sends it
+ * to the dead-letter topic with the reason.
+ */
+export type FilterResult =
+  | { pass: true }
+  | { pass: false; rule_index: number; rule: FilterRule; reason: string }
+  | { pass: false; unevaluable: true; rule_index: number; rule: FilterRule; reason: string };
 
 /** All rules must pass; the first one that does not is reported with a short reason. */
-export function evaluateFilters(filters: FilterRule[], event: FilterInput): FilterResult {
-  const ctx = new Context(event);
+export function evaluateFilters(filters: FilterRule[], event: FilterInput, limits: FilterLimits = DEFAULT_FILTER_LIMITS): FilterResult {
+  const ctx = new Context(event, limits);
   for (const [rule_index, rule] of filters.entries()) {
-    const reason = check(rule, ctx);
+    let reason: string | null;
+    try {
+      reason = check(rule, ctx);
+    } catch (err) {
+      if (err instanceof Unevaluable) return { pass: false, unevaluable: true, rule_index, rule, reason: err.message };
+      throw err;
+    }
     if (reason !== null) return { pass: false, rule_index, rule, reason };
   }
   return { pass: true };
 }
+
+/** Thrown where a rule would read past a limit; it ends the evaluation of the whole list. */
+class Unevaluable extends Error {}
 
 const NOT_JSON = Symbol('not JSON');
 
@@ -25,14 +44,22 @@ const NOT_JSON = Symbol('not JSON');
 class Context {
   private parsed: unknown = undefined;
   private done = false;
-  constructor(readonly event: FilterInput) {}
+  constructor(
+    readonly event: FilterInput,
+    private readonly limits: FilterLimits,
+  ) {}
 
   body(): unknown {
     if (!this.done) {
+      const { body } = this.event;
+      const { maxBodyBytes, maxJsonDepth } = this.limits;
+      if (body.length > maxBodyBytes) throw new Unevaluable(`body is ${body.length} bytes, more than the ${maxBodyBytes} a body rule reads (FILTER_MAX_BODY_BYTES)`);
+      // checked on the bytes, before anything builds the nested values
+      if (jsonDepthExceeds(body, maxJsonDepth)) throw new Unevaluable(`body nests arrays and objects more than ${maxJsonDepth} levels deep, the most a body rule reads (FILTER_MAX_JSON_DEPTH)`);
       this.done = true;
       try {
         // A UTF-8 byte order mark is legal in front of JSON text but not for JSON.parse.
-        this.parsed = JSON.parse(this.event.body.toString('utf8').replace(/^\uFEFF/, ''));
+        this.parsed = JSON.parse(body.toString('utf8').replace(/^\uFEFF/, ''));
       } catch {
         this.parsed = NOT_JSON;
       }
@@ -44,6 +71,14 @@ class Context {
     const wanted = name.toLowerCase();
     return this.event.headers.filter((h) => h.name.toLowerCase() === wanted).map((h) => h.value);
   }
+
+  /** The values a pattern may read: the regex work grows with their length. */
+  boundedForPattern(name: string, values: string[]): string[] {
+    const bytes = values.reduce((n, v) => n + Buffer.byteLength(v), 0);
+    const max = this.limits.maxHeaderBytes;
+    if (bytes > max) throw new Unevaluable(`header ${name} carries ${bytes} bytes, more than the ${max} a matches rule reads (FILTER_MAX_HEADER_BYTES)`);
+    return values;
+  }
 }
 
 /** The reason the rule fails, or null when it passes. */
@@ -51,8 +86,10 @@ function check(rule: FilterRule, ctx: Context): string | null {
   switch (rule.type) {
     case 'event_type':
       return checkEventType(rule, ctx.event.event_type);
-    case 'header':
-      return checkHeader(rule, ctx.header(rule.name));
+    case 'header': {
+      const values = ctx.header(rule.name);
+      return checkHeader(rule, rule.op === 'matches' ? ctx.boundedForPattern(rule.name.toLowerCase(), values) : values);
+    }
     case 'body':
       return checkBody(rule, ctx.body());
     case 'any':
@@ -94,7 +131,7 @@ function checkHeader(rule: HeaderRule, values: string[]): string | null {
     case 'in':
       return values.some((v) => rule.values.includes(v)) ? null : `${got} is not in ${list(rule.values)}`;
     case 'matches': {
-      const re = pattern(rule.pattern);
+      const re = compilePattern(rule.pattern);
       if (typeof re === 'string') return `${name} pattern ${rule.pattern} ${re}`;
       return values.some((v) => re.test(v)) ? null : `${got} does not match /${rule.pattern}/`;
     }
@@ -171,19 +208,6 @@ export function globMatch(glob: string, text: string): boolean {
   }
   while (g < glob.length && glob[g] === '*') g++;
   return g === glob.length;
-}
-
-// Rules are stored as JSON, so their patterns are compiled on first use and kept, bounded.
-const patterns = new Map<string, RegExp | string>();
-
-function pattern(source: string): RegExp | string {
-  let re = patterns.get(source);
-  if (re === undefined) {
-    if (patterns.size >= 1000) patterns.clear();
-    re = compilePattern(source);
-    patterns.set(source, re);
-  }
-  return re;
 }
 
 const SHOWN = 80;

@@ -1,8 +1,9 @@
 import type { Ingester } from '../../core/model';
-import { parseFilters } from '../../core/filters';
+import { DEFAULT_FILTER_LIMITS, parseFilters, type FilterLimits } from '../../core/filters';
 import type { Topics } from '../../core/topics';
 import type { WebhookEvent } from '../../platform/avro/records';
-import type { AnyOutput, RecordStage } from '../runner/stage';
+import { deadLetter } from '../dead-letter';
+import type { AnyOutput, RecordStage, StageContext } from '../runner/stage';
 import { transition } from '../transitions';
 import { evaluateFilters } from './evaluate';
 
@@ -12,9 +13,12 @@ export interface IngesterLookup {
 
 /**
  * validated -> filtered when the ingester's filters pass. An event a filter drops goes no
- * further; it is logged with the rule that dropped it and the reason.
+ * further; it is logged with the rule that dropped it and the reason. An event the filters
+ * cannot judge (it exceeds `limits`, or the stored filters no longer compile) is neither passed
+ * nor dropped: it moves to `failed` and `dlq_queued` with the reason, and its record goes to
+ * `events.dlq`, so the partition behind it goes on.
  */
-export function filterStage(topics: Topics, config: IngesterLookup): RecordStage<'WebhookEvent'> {
+export function filterStage(topics: Topics, config: IngesterLookup, limits: FilterLimits = DEFAULT_FILTER_LIMITS): RecordStage<'WebhookEvent'> {
   // an update replaces the ingester object, so its parsed filters are kept per object
   const parsed = new WeakMap<Ingester, ReturnType<typeof parseFilters>>();
   const filtersOf = (ingester: Ingester | undefined) => {
@@ -23,20 +27,33 @@ export function filterStage(topics: Topics, config: IngesterLookup): RecordStage
     if (!p) parsed.set(ingester, (p = parseFilters(ingester.filters)));
     return p;
   };
+  const setAside = (event: WebhookEvent, ctx: StageContext, reason: string): AnyOutput[] => [
+    deadLetter(topics.eventsDlq, 'filter', ctx, event, reason),
+    transition(topics, event, 'failed', { reason }),
+    transition(topics, event, 'dlq_queued', { reason }),
+  ];
   return {
     kind: 'record',
     name: 'filter',
     input: { topic: topics.validated, record: 'WebhookEvent' },
-    async handle(event: WebhookEvent, { log }): Promise<AnyOutput[]> {
+    async handle(event: WebhookEvent, ctx): Promise<AnyOutput[]> {
+      const { log } = ctx;
       const fields = { tenant_id: event.tenant_id, event_id: event.event_id, ingester_id: event.ingester_id, correlation_id: event.correlation_id, event_type: event.event_type };
       const ingester = config.get('ingester', event.tenant_id, event.ingester_id);
-      const { filters, errors } = filtersOf(ingester);
-      if (errors.length > 0) {
+      const { filters, errors, refused } = filtersOf(ingester);
+      const problems = [...errors, ...refused];
+      if (problems.length > 0) {
         // stored filters that no longer parse hold events back rather than let everything through
-        log.error('event dropped: the ingester\'s filters are invalid', { ...fields, errors });
-        return [];
+        const reason = `filter not evaluated: the ingester's filters are invalid: ${problems.map((e) => `${e.field} ${e.message}`).join('; ')}`;
+        log.error('event set aside: the ingester\'s filters are invalid', { ...fields, errors: problems });
+        return setAside(event, ctx, reason);
       }
-      const verdict = evaluateFilters(filters, event);
+      const verdict = evaluateFilters(filters, event, limits);
+      if ('unevaluable' in verdict) {
+        const reason = `filter not evaluated: rule ${verdict.rule_index}: ${verdict.reason}`;
+        log.warn('event set aside: the filters cannot evaluate it', { ...fields, rule_index: verdict.rule_index, reason: verdict.reason });
+        return setAside(event, ctx, reason);
+      }
       if (!verdict.pass) {
         log.info('event dropped by filter', { ...fields, rule_index: verdict.rule_index, rule: verdict.rule, reason: verdict.reason });
         return [];

@@ -1,6 +1,7 @@
 import express, { type Request, type Response, type NextFunction, type Router } from 'express';
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
-import { AppError } from '../../core/errors';
+import { AppError, unprocessable } from '../../core/errors';
+import { HOPS_HEADER, hopsOf } from '../../core/hops';
 import { newId } from '../../core/ids';
 import type { Ingester } from '../../core/model';
 import type { Topics } from '../../core/topics';
@@ -9,6 +10,8 @@ import type { AvroCodec } from '../../platform/avro/codec';
 import type { Header, WebhookEvent } from '../../platform/avro/records';
 import type { BatchingProducer } from '../../platform/kafka/batching-producer';
 import { correlationIdOf } from './correlation';
+import { REDACTED_HEADERS, REDACTED_VALUE } from '../../core/secrets/redacted-headers';
+import type { IngestLimiter, Refusal } from './limits';
 
 export interface IngesterFinder {
   find(kind: 'ingester', id: string): Ingester | undefined;
@@ -22,14 +25,38 @@ export interface IngestDeps {
   codec: AvroCodec;
   producer: BatchingProducer;
   maxBodyBytes: number;
+  /** Deliveries of this service a webhook may have passed through (X-Hookline-Hops). */
+  maxHops: number;
   log: Logger;
+  /** Rate limits per Hook URL and tenant; none: unlimited. */
+  limiter?: IngestLimiter;
 }
 
-/** Request headers in arrival order with lower-case names; repeated headers stay repeated. */
+/**
+ * The 429 of a webhook over its rate limit, with the API limiter's headers (RateLimit-Policy,
+ * RateLimit, RateLimit-Limit, -Remaining, -Reset; Retry-After comes with the problem).
+ */
+export function refusalError(res: ServerResponse, refusal: Refusal): AppError {
+  const { limit, windowSeconds } = refusal.limit;
+  res.setHeader('RateLimit-Policy', `${limit};w=${windowSeconds}`);
+  res.setHeader('RateLimit', `limit=${limit}, remaining=0, reset=${refusal.resetSeconds}`);
+  res.setHeader('RateLimit-Limit', String(limit));
+  res.setHeader('RateLimit-Remaining', '0');
+  res.setHeader('RateLimit-Reset', String(refusal.resetSeconds));
+  const per = refusal.scope === 'hook' ? 'this Hook URL' : "this tenant's Hook URLs";
+  return new AppError('rate-limit-exceeded', `more than ${limit} webhooks in ${windowSeconds} s to ${per}; retry in ${refusal.retryAfterSeconds} s`, {
+    retry_after_seconds: refusal.retryAfterSeconds,
+  });
+}
+
+/** Request headers in arrival order with lower-case names; repeated headers stay repeated; credentials redacted. */
 function headersOf(req: IncomingMessage): Header[] {
   const out: Header[] = [];
   const raw = req.rawHeaders;
-  for (let i = 0; i + 1 < raw.length; i += 2) out.push({ name: raw[i]!.toLowerCase(), value: raw[i + 1]! });
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = raw[i]!.toLowerCase();
+    out.push({ name, value: REDACTED_HEADERS.has(name) ? REDACTED_VALUE : raw[i + 1]! });
+  }
   return out;
 }
 
@@ -45,6 +72,11 @@ export interface Accepted {
  * transition row from it). `url` is the request target as sent (path and query).
  */
 export async function acceptWebhook(deps: IngestDeps, ingester: Ingester, req: IncomingMessage, url: string, payload: Buffer): Promise<Accepted> {
+  const hops = hopsOf(req.headers[HOPS_HEADER]);
+  if (hops > deps.maxHops) {
+    deps.log.warn('webhook refused: too many hops through this service', { tenant_id: ingester.tenant_id, ingester_id: ingester.id, hops, max_hops: deps.maxHops });
+    throw unprocessable([{ field: HOPS_HEADER, message: `this webhook has passed through ${hops} deliveries of this service; at most ${deps.maxHops} are accepted` }]);
+  }
   const q = url.indexOf('?');
   const event: WebhookEvent = {
     event_id: newId('event'),
@@ -59,6 +91,7 @@ export async function acceptWebhook(deps: IngestDeps, ingester: Ingester, req: I
     body: payload,
     source_ip: req.socket.remoteAddress ?? null,
     event_type: null,
+    hops,
   };
   const eventValue = await deps.codec.encode(deps.topics.received, 'WebhookEvent', event);
   try {
@@ -90,6 +123,8 @@ export function ingestRouter(deps: IngestDeps): Router {
         ingester = deps.config.find('ingester', ingesterId);
       }
       if (!ingester) throw new AppError('not-found', `no ingester ${ingesterId}`);
+      const refusal = await deps.limiter?.admit(ingester.tenant_id, ingester.id);
+      if (refusal) throw refusalError(res, refusal);
       const payload: Buffer = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
       const accepted = await acceptWebhook(deps, ingester, req, req.originalUrl, payload);
       res.status(202).setHeader('x-correlation-id', accepted.correlation_id).json(accepted);
@@ -151,16 +186,25 @@ export function hookFastPath(
     req.on('end', () => {
       if (refused) return fail(new AppError('payload-too-large', 'the request body is larger than allowed'), req, res, requestId);
       const payload = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
-      acceptWebhook(d, ingester, req, url, payload).then(
-        (accepted) => {
-          const body = JSON.stringify(accepted);
-          res.writeHead(202, {
-            'content-type': 'application/json; charset=utf-8',
-            'content-length': Buffer.byteLength(body),
-            'x-correlation-id': accepted.correlation_id,
-          });
-          res.end(body);
-        },
+      const accept = () =>
+        acceptWebhook(d, ingester, req, url, payload).then(
+          (accepted) => {
+            const body = JSON.stringify(accepted);
+            res.writeHead(202, {
+              'content-type': 'application/json; charset=utf-8',
+              'content-length': Buffer.byteLength(body),
+              'x-correlation-id': accepted.correlation_id,
+            });
+            res.end(body);
+          },
+          (err: unknown) => fail(err, req, res, requestId),
+        );
+      // synchronous while this process holds leased tokens: no promise on the common path
+      const decision = d.limiter?.admit(ingester.tenant_id, ingester.id);
+      if (decision === undefined) return void accept();
+      if (!(decision instanceof Promise)) return fail(refusalError(res, decision), req, res, requestId);
+      decision.then(
+        (refusal) => (refusal ? fail(refusalError(res, refusal), req, res, requestId) : void accept()),
         (err: unknown) => fail(err, req, res, requestId),
       );
     });

@@ -11,7 +11,7 @@ export interface FlowLookup {
 }
 
 /** filtered -> one delivery task per destination of the ingester's delivery flows. */
-export function routeStage(topics: Topics, config: FlowLookup): RecordStage<'WebhookEvent'> {
+export function routeStage(topics: Topics, config: FlowLookup, maxFanout: number): RecordStage<'WebhookEvent'> {
   return {
     kind: 'record',
     name: 'route',
@@ -29,7 +29,14 @@ export function routeStage(topics: Topics, config: FlowLookup): RecordStage<'Web
         log.warn('no active destination in the ingester\'s delivery flows; the event goes no further', { tenant_id: event.tenant_id, event_id: event.event_id, ingester_id: event.ingester_id, correlation_id: event.correlation_id });
         return [];
       }
-      return [...destinations].map((destinationId): AnyOutput => {
+      // MAX_FANOUT may have been lowered after the flows were written: the first ones in a
+      // stable order go, so the same event always reaches the same destinations
+      const chosen = [...destinations].sort();
+      if (chosen.length > maxFanout) {
+        log.warn('more destinations than MAX_FANOUT; the rest are left out', { tenant_id: event.tenant_id, event_id: event.event_id, ingester_id: event.ingester_id, correlation_id: event.correlation_id, destinations: chosen.length, max_fanout: maxFanout, left_out: chosen.length - maxFanout });
+        chosen.length = maxFanout;
+      }
+      return chosen.map((destinationId): AnyOutput => {
         const task: DeliveryTask = {
           // derived, so routing the same event twice yields the same delivery (and webhook-id)
           delivery_id: derivedId('delivery', event.received_at, `${event.event_id}/${destinationId}`),
@@ -44,6 +51,8 @@ export function routeStage(topics: Topics, config: FlowLookup): RecordStage<'Web
           content_type: event.content_type,
           body: event.body,
           replay_of: null,
+          // records written before the field existed decode without it (writer's schema)
+          hops: event.hops ?? 0,
         };
         return { topic: topics.deliveryRequested, key: destinationId, record: 'DeliveryTask', value: task };
       });

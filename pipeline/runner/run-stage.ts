@@ -3,9 +3,10 @@ import { OffsetCommits } from './offset-commits';
 import type { Consumer, EachBatchPayload, Kafka, Producer } from 'kafkajs';
 import { stageConsumer } from './stage-consumer';
 import { errorMessage, type Logger } from '../../core/log';
-import type { AvroCodec } from '../../platform/avro/codec';
+import { UndecodableRecordError, type AvroCodec } from '../../platform/avro/codec';
 import type { RecordName, RecordTypes } from '../../platform/avro/records';
 import type { AnyOutput, RecordStage, Stage, StageContext } from './stage';
+import { deadLetter } from '../dead-letter';
 
 export interface RunnerDeps {
   kafka: Kafka;
@@ -19,7 +20,16 @@ export interface RunnerDeps {
   log: Logger;
   /** Consumer groups are `<groupPrefix><stage name>`. */
   groupPrefix: string;
+  /**
+   * Where a record goes that cannot be decoded, or whose handler keeps failing: a DeadLetter
+   * with the reason and the original bytes, so its partition goes on. Unset, such a record
+   * fails its batch, which is consumed again until it passes.
+   */
+  deadLetterTopic?: string;
 }
+
+/** Times a handler is tried on one record before the record is a dead letter. */
+export const HANDLER_ATTEMPTS = 3;
 
 export interface RunningStage {
   name: string;
@@ -27,20 +37,29 @@ export interface RunningStage {
   stop(): Promise<void>;
 }
 
+/** Longest a batch's handlers run before the event loop gets a turn (health, the API, other stages). */
+const SLICE_MS = 10;
+
 async function mapInOrder<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
   const results = new Array<R>(items.length);
   let next = 0;
+  let sliceStarted = performance.now();
   const workers = Array.from({ length: Math.min(limit, items.length) }, async () => {
     while (next < items.length) {
       const i = next++;
       results[i] = await fn(items[i]!);
+      // handlers that compute without awaiting I/O (filters on large inputs) would otherwise run
+      // a whole batch as one task: resolved promises never let timers or sockets in
+      if (performance.now() - sliceStarted > SLICE_MS) {
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        sliceStarted = performance.now();
+      }
     }
   });
   await Promise.all(workers);
   return results;
 }
 
-/** Encodes outputs and produces them in one request per call, acks=all. */
 /** Outputs encoded and grouped by topic, as one Kafka request carries them. */
 export async function encodeOutputs(codec: AvroCodec, outputs: AnyOutput[]): Promise<{ topic: string; messages: { key: string; value: Buffer }[] }[]> {
   const values = await Promise.all(outputs.map((o) => codec.encode(o.topic, o.record, o.value as never)));
@@ -60,8 +79,10 @@ export async function produceOutputs(producer: Producer, codec: AvroCodec, outpu
 
 /**
  * Runs a stage on its consumer group. A batch's offsets are committed only after every
- * output of the batch has been acknowledged by Kafka (at-least-once). An error thrown by a
- * handler fails the batch: nothing is committed and kafkajs fetches it again after backoff.
+ * output of the batch has been acknowledged by Kafka (at-least-once). A record that cannot be
+ * decoded, or whose handler throws (or whose outputs cannot be encoded) HANDLER_ATTEMPTS times,
+ * becomes a dead letter on `deps.deadLetterTopic` and the partition goes on; anything else that
+ * fails (producing, committing) fails the batch, which kafkajs fetches again after backoff.
  */
 export async function runStage(stage: Stage, deps: RunnerDeps): Promise<RunningStage> {
   const log = deps.log.child({ stage: stage.name });
@@ -72,19 +93,53 @@ export async function runStage(stage: Stage, deps: RunnerDeps): Promise<RunningS
   const commits = new OffsetCommits(consumer, log);
   let running = 0;
 
+  /** The dead letter of a record the stage cannot handle; without a dead-letter topic, the error fails the batch. */
+  const poison = async (ctx: StageContext, value: unknown, reason: string, err: unknown) => {
+    if (!deps.deadLetterTopic) throw err;
+    const subject = (value ?? {}) as { tenant_id?: unknown; event_id?: unknown };
+    const keyText = ctx.source.key?.toString() ?? '';
+    const tenantId = typeof subject.tenant_id === 'string' ? subject.tenant_id : keyText.split('/')[0] ?? '';
+    const eventId = typeof subject.event_id === 'string' ? subject.event_id : null;
+    log.error('record set aside as a dead letter', { topic: ctx.source.topic, partition: ctx.position.partition, offset: ctx.position.offset, tenant_id: tenantId, ...(eventId ? { event_id: eventId } : {}), reason });
+    const letter = deadLetter(deps.deadLetterTopic, stage.name, ctx, { tenant_id: tenantId, event_id: eventId }, reason);
+    return [{ topic: letter.topic, key: letter.key, value: await deps.codec.encode(letter.topic, letter.record, letter.value) }];
+  };
+
   const onBatch = async ({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload) => {
     if (batch.messages.length === 0) return;
-    const values: { value: RecordTypes[RecordName]; ctx: StageContext }[] = [];
+    const recordStage = stage as RecordStage;
+    const items: { message: (typeof batch.messages)[number]; ctx: StageContext }[] = [];
     for (const message of batch.messages) {
       if (message.value === null) continue;
-      const value = await deps.codec.decode(stage.input.record, message.value);
-      values.push({ value, ctx: { log, position: { partition: batch.partition, offset: message.offset } } });
+      const source = { topic: batch.topic, key: message.key, value: message.value };
+      items.push({ message, ctx: { log, position: { partition: batch.partition, offset: message.offset }, source } });
     }
     if (!isRunning() || isStale()) return;
-    const recordStage = stage as RecordStage;
-    const outputs = await mapInOrder(values, recordStage.concurrency ?? 16, (v) => recordStage.handle(v.value as never, v.ctx));
-    const produced = outputs.flat();
-    if (produced.length > 0) await producer.send(await encodeOutputs(deps.codec, produced));
+    const encoded = await mapInOrder(items, recordStage.concurrency ?? 16, async ({ ctx }) => {
+      let value: RecordTypes[RecordName];
+      try {
+        value = await deps.codec.decode(stage.input.record, ctx.source.value);
+      } catch (err) {
+        if (!(err instanceof UndecodableRecordError)) throw err;
+        return poison(ctx, undefined, `the record cannot be decoded as ${stage.input.record}: ${errorMessage(err)}`, err);
+      }
+      for (let attempt = 1; ; attempt++) {
+        try {
+          const outputs = await recordStage.handle(value as never, ctx);
+          return await Promise.all(outputs.map(async (o) => ({ topic: o.topic, key: o.key, value: await deps.codec.encode(o.topic, o.record, o.value as never) })));
+        } catch (err) {
+          if (attempt >= HANDLER_ATTEMPTS) return poison(ctx, value, `stage ${stage.name} failed on this record ${attempt} times: ${errorMessage(err)}`, err);
+          await new Promise((r) => setTimeout(r, 50 * attempt));
+        }
+      }
+    });
+    const byTopic = new Map<string, { key: string; value: Buffer }[]>();
+    for (const { topic, key, value } of encoded.flat()) {
+      let list = byTopic.get(topic);
+      if (!list) byTopic.set(topic, (list = []));
+      list.push({ key, value });
+    }
+    if (byTopic.size > 0) await producer.send([...byTopic].map(([topic, messages]) => ({ topic, messages })));
     commits.schedule(batch.topic, batch.partition, BigInt(batch.lastOffset()) + 1n);
     // the fetch position follows resolved offsets, not committed ones
     resolveOffset(batch.lastOffset());

@@ -15,6 +15,8 @@ export interface StageContext {
   log: Logger;
   /** Where the input record sits in its topic. */
   position: { partition: number; offset: string };
+  /** The input record as consumed, for a dead letter that must carry its original bytes. */
+  source: { topic: string; key: Buffer | null; value: Buffer };
 }
 
 /**

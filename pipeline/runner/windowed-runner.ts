@@ -69,10 +69,10 @@ export async function runWindowedStage<N extends 'DeliveryTask'>(stage: RecordSt
     else if (q.running === 0) keyQueues.delete(key);
   };
 
-  const handleUntilDone = async (value: RecordTypes[N], position: StageContext['position']): Promise<void> => {
+  const handleUntilDone = async (value: RecordTypes[N], position: StageContext['position'], source: StageContext['source']): Promise<void> => {
     for (let attempt = 1; ; attempt++) {
       try {
-        const produced: AnyOutput[] = await stage.handle(value, { log, position });
+        const produced: AnyOutput[] = await stage.handle(value, { log, position, source });
         if (produced.length > 0) await outputs.send(await encodeOutputs(deps.codec, produced));
         return;
       } catch (err) {
@@ -83,13 +83,14 @@ export async function runWindowedStage<N extends 'DeliveryTask'>(stage: RecordSt
     }
   };
 
-  const start = (topic: string, partition: number, slot: Slot, value: RecordTypes[N]) => {
+  const start = (source: StageContext['source'], partition: number, slot: Slot, value: RecordTypes[N]) => {
+    const { topic } = source;
     inFlight++;
     const key = options.keyOf ? options.keyOf(value as never) : '';
     void (async () => {
       await acquire(key, options.perKey ?? Number.MAX_SAFE_INTEGER);
       try {
-        await handleUntilDone(value, { partition, offset: slot.offset.toString() });
+        await handleUntilDone(value, { partition, offset: slot.offset.toString() }, source);
         slot.done = true;
         const w = windows.get(`${topic}:${partition}`);
         const next = w?.advance();
@@ -124,7 +125,7 @@ export async function runWindowedStage<N extends 'DeliveryTask'>(stage: RecordSt
         slot.done = true;
       } else {
         const value = (await deps.codec.decode(stage.input.record, message.value)) as RecordTypes[N];
-        start(batch.topic, batch.partition, slot, value);
+        start({ topic: batch.topic, key: message.key, value: message.value }, batch.partition, slot, value);
       }
       // the fetch position moves on; the commit waits for the window
       resolveOffset(message.offset);

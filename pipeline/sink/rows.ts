@@ -1,5 +1,4 @@
-import { isUtf8 } from 'node:buffer';
-import { createHash } from 'node:crypto';
+import { encodeStoredBody, sha256Hex } from '../../core/stored-body';
 import type { DeliveryOutcome, EvidenceBatch, EventTransition, WebhookEvent } from '../../platform/avro/records';
 
 let cachedSecond = Number.NaN;
@@ -29,9 +28,9 @@ export function eventRow(e: WebhookEvent) {
     event_type: e.event_type,
     content_type: e.content_type,
     headers: JSON.stringify(e.headers.map((h) => [h.name, h.value])),
-    // ClickHouse String holds bytes; JSON transport needs text, so non-UTF-8 bodies go as base64
-    body: isUtf8(e.body) ? e.body.toString('utf8') : `base64:${e.body.toString('base64')}`,
-    body_sha256: createHash('sha256').update(e.body).digest('hex'),
+    // ClickHouse String holds bytes; JSON transport needs text (see encodeStoredBody)
+    body: encodeStoredBody(e.body),
+    body_sha256: sha256Hex(e.body),
   };
 }
 

@@ -1,4 +1,5 @@
 import type { Consumer, EachBatchPayload } from 'kafkajs';
+import { UndecodableRecordError } from '../../platform/avro/codec';
 import { errorMessage } from '../../core/log';
 import type { Topics } from '../../core/topics';
 import type { DeliveryOutcome, EventTransition, EvidenceBatch, LogEntry, RecordName, WebhookEvent } from '../../platform/avro/records';
@@ -99,19 +100,16 @@ export async function runSink(topics: Topics, writer: RowWriter, deps: RunnerDep
     return flushing;
   };
 
-  const onBatch = async ({ batch, resolveOffset, heartbeat }: EachBatchPayload) => {
-    const input = byTopic.get(batch.topic);
-    if (!input || batch.messages.length === 0) return;
-    const rowsOf = (table: SinkTable) => {
-      let rows = buffer.rows.get(table);
-      if (!rows) buffer.rows.set(table, (rows = []));
+  /** Adds decoded records to the current buffer, synchronously: no flush can swap it midway. */
+  const appendRows = (table: SinkTable, values: unknown[]) => {
+    const rowsOf = (t: SinkTable) => {
+      let rows = buffer.rows.get(t);
+      if (!rows) buffer.rows.set(t, (rows = []));
       return rows;
     };
-    const rows = rowsOf(input.table);
-    for (const message of batch.messages) {
-      if (message.value === null) continue;
-      const value = await deps.codec.decode(input.record, message.value);
-      switch (input.table) {
+    const rows = rowsOf(table);
+    for (const value of values) {
+      switch (table) {
         case 'events': {
           const event = value as WebhookEvent;
           rows.push(eventRow(event));
@@ -145,6 +143,25 @@ export async function runSink(topics: Topics, writer: RowWriter, deps: RunnerDep
       }
       buffer.count++;
     }
+  };
+
+  const onBatch = async ({ batch, resolveOffset, heartbeat }: EachBatchPayload) => {
+    const input = byTopic.get(batch.topic);
+    if (!input || batch.messages.length === 0) return;
+    // Decode the whole batch before touching the buffer: a timer flush may swap the buffer
+    // during any await, and rows, counts and offsets must all land in the same buffer.
+    const values: unknown[] = [];
+    for (const message of batch.messages) {
+      if (message.value === null) continue;
+      try {
+        values.push(await deps.codec.decode(input.record, message.value));
+      } catch (err) {
+        // bytes that never decode have no row; the stage reading the topic sets them aside
+        if (!(err instanceof UndecodableRecordError)) throw err;
+        log.error('record skipped: it cannot be decoded', { topic: batch.topic, partition: batch.partition, offset: message.offset, reason: err.message });
+      }
+    }
+    appendRows(input.table, values);
     const last = batch.lastOffset();
     resolveOffset(last);
     buffer.offsets.set(`${batch.topic}:${batch.partition}`, { topic: batch.topic, partition: batch.partition, offset: (BigInt(last) + 1n).toString() });

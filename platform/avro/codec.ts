@@ -49,7 +49,30 @@ export class AvroCodec {
     return this.registry.encode(this.schemaId(topic), value);
   }
 
-  decode<N extends RecordName>(_name: N, buffer: Buffer): Promise<RecordTypes[N]> {
-    return this.registry.decode(buffer) as Promise<RecordTypes[N]>;
+  /**
+   * Decodes a record. Bytes that can never decode (not the wire format, a schema id no registry
+   * holds, Avro that does not parse) throw {@link UndecodableRecordError}; a registry that cannot
+   * be reached throws its own error, since the same bytes decode once it answers.
+   */
+  async decode<N extends RecordName>(_name: N, buffer: Buffer): Promise<RecordTypes[N]> {
+    if (buffer.length < 5 || buffer[0] !== 0) throw new UndecodableRecordError('it is not in the schema registry wire format (magic byte 0, schema id, Avro)');
+    const id = buffer.readInt32BE(1);
+    let schema: { fromBuffer(b: Buffer): unknown };
+    try {
+      schema = (await this.registry.getSchema(id)) as unknown as { fromBuffer(b: Buffer): unknown };
+    } catch (err) {
+      if ((err as { status?: unknown }).status === 404) throw new UndecodableRecordError(`its schema id ${id} is not in the registry`);
+      throw err;
+    }
+    try {
+      return schema.fromBuffer(buffer.subarray(5)) as RecordTypes[N];
+    } catch (err) {
+      throw new UndecodableRecordError(`its Avro does not decode with schema ${id}: ${err instanceof Error ? err.message : String(err)}`);
+    }
   }
+}
+
+/** Bytes that no registry state or retry will ever decode: a poison record. */
+export class UndecodableRecordError extends Error {
+  override name = 'UndecodableRecordError';
 }

@@ -18,6 +18,8 @@ export interface WebhookEvent {
   body: Buffer;
   source_ip: string | null;
   event_type: string | null;
+  /** deliveries of this service the webhook already went through (X-Hookline-Hops); 0 by default */
+  hops: number;
 }
 
 export const EVENT_STATES = ['received', 'validated', 'filtered', 'delivered', 'acked', 'failed', 'dlq_queued', 'replayed'] as const;
@@ -48,6 +50,8 @@ export interface DeliveryTask {
   content_type: string | null;
   body: Buffer;
   replay_of: string | null;
+  /** the event's hop count; the delivery carries hops + 1 */
+  hops: number;
 }
 
 export type DeliveryStatus = 'delivered' | 'retrying' | 'failed';
@@ -74,6 +78,8 @@ export interface ConfigEntry {
   id: string;
   data: string;
   written_at: number;
+  /** Applied only over an existing entity: a write that must never recreate a deleted one. */
+  update_only: boolean;
 }
 
 export interface LogEntry {
@@ -126,6 +132,20 @@ export interface EvidenceBatch {
   source_marks: { partition: number; next_offset: number }[];
 }
 
+/** An input record a stage set aside (schemas/dead-letter.avsc), with its original bytes. */
+export interface DeadLetter {
+  stage: string;
+  reason: string;
+  source_topic: string;
+  source_partition: number;
+  source_offset: number;
+  key: Buffer | null;
+  value: Buffer;
+  tenant_id: string;
+  event_id: string | null;
+  at: number;
+}
+
 /** Which schema file describes which record. */
 export interface RecordTypes {
   LogEntry: LogEntry;
@@ -136,6 +156,7 @@ export interface RecordTypes {
   ConfigEntry: ConfigEntry;
   EvidenceLeaf: EvidenceLeaf;
   EvidenceBatch: EvidenceBatch;
+  DeadLetter: DeadLetter;
 }
 
 export type RecordName = keyof RecordTypes;
@@ -149,4 +170,5 @@ export const SCHEMA_FILES: Record<RecordName, string> = {
   LogEntry: 'log-entry.avsc',
   EvidenceLeaf: 'evidence-leaf.avsc',
   EvidenceBatch: 'evidence-batch.avsc',
+  DeadLetter: 'dead-letter.avsc',
 };

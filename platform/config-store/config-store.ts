@@ -1,14 +1,31 @@
 import type { Kafka, Producer } from 'kafkajs';
 import { entityKey, type Entity, type EntityKind } from '../../core/model';
+import { SecretDecryptError } from '../../core/secrets/envelope';
+import { openEntity, sealEntity, sealingOf } from '../../core/secrets/entity-secrets';
+import type { Keyring } from '../../core/secrets/keyring';
 import type { AvroCodec } from '../avro/codec';
+import { createProducer } from '../kafka/client';
 import { TopicTable } from '../kafka/topic-table';
 
 type EntityOf<K extends EntityKind> = Extract<Entity, { kind: K }>;
+/** A decoded record: the entity with its secrets opened, or why they do not open. */
+type Applied = (Written & { sealing: { keyIds: string[]; clear: number }; unreadable?: undefined }) | { unreadable: string };
+
+/** A record of the config topic as read: the entity, and whether it may only update. */
+interface Written {
+  entity: Entity;
+  updateOnly: boolean;
+}
+
+const tenantOf = (entity: Entity): string => (entity.kind === 'tenant' ? entity.id : entity.tenant_id);
 
 /**
  * Tenants, API keys, destinations, ingesters and delivery flows, held in memory from the
  * compacted config topic. A write is produced with acks=all and returns only once this
  * process's own view has applied it, so the writer reads its write at once.
+ *
+ * Secrets are sealed on write and opened once when a record is applied: the topic (and every
+ * copy of its log files) holds only ciphertext, the rest of the service sees plaintext in memory.
  */
 export class ConfigStore {
   private readonly entities = new Map<string, Entity>();
@@ -16,32 +33,69 @@ export class ConfigStore {
   private readonly byId = new Map<string, Entity>();
   /** Entities by `kind/tenant`, so listing a tenant's flows on every routed event stays cheap. */
   private readonly byGroup = new Map<string, Map<string, Entity>>();
-  private readonly table: TopicTable<Entity>;
+  private readonly table: TopicTable<Applied>;
+  /** Entity keys whose latest record does not open, with why (the key id, never a key). */
+  private readonly unreadable = new Map<string, string>();
+  /** Keys whose tombstone this process has read: an update-only write to them is ignored. */
+  private readonly deletedKeys = new Set<string>();
   private producer: Producer | undefined;
   private syncing: Promise<void> | undefined;
   private readonly listeners = new Set<(entity: Entity, deleted: boolean) => void>();
+  /** Per entity key: the key ids its secrets are sealed under on the topic, and how many are still clear. */
+  private readonly sealings = new Map<string, { keyIds: string[]; clear: number }>();
 
   constructor(
     private readonly kafka: Kafka,
     private readonly codec: AvroCodec,
     readonly topic: string,
+    private readonly keyring: Keyring,
+    /** Told of a record written under a key this process lacks, after start (the previous version stays in use). */
+    private readonly onUnreadable?: (key: string, reason: string) => void,
   ) {
-    this.table = new TopicTable<Entity>({
+    this.table = new TopicTable<Applied>({
       kafka,
       topic,
       groupIdPrefix: `${topic}-reader`,
       decode: async (value) => {
         const entry = await codec.decode('ConfigEntry', value);
-        return JSON.parse(entry.data) as Entity;
+        const stored = JSON.parse(entry.data) as Entity;
+        const updateOnly = entry.update_only === true;
+        try {
+          return { entity: openEntity(this.keyring, stored), sealing: sealingOf(stored), updateOnly };
+        } catch (err) {
+          // a record superseded later (not yet compacted away) may be sealed under a retired key
+          if (err instanceof SecretDecryptError) return { unreadable: err.message };
+          throw err;
+        }
       },
-      apply: (key, entity) => this.apply(key, entity),
+      apply: (key, value) => {
+        if (value !== null && value.unreadable !== undefined) {
+          const reason = value.unreadable;
+          // the last good version stays in use; start() refuses to begin on such a record
+          this.unreadable.set(key, reason);
+          this.onUnreadable?.(key, reason);
+          return;
+        }
+        this.unreadable.delete(key);
+        if (value === null) {
+          this.sealings.delete(key);
+          this.apply(key, null);
+        } else if (this.apply(key, value)) {
+          this.sealings.set(key, value.sealing);
+        }
+      },
     });
   }
 
   async start(): Promise<void> {
-    this.producer = this.kafka.producer({ allowAutoTopicCreation: false });
+    this.producer = createProducer(this.kafka);
     await this.producer.connect();
     await this.table.start();
+    if (this.unreadable.size > 0) {
+      const [first] = this.unreadable.values();
+      await this.stop();
+      throw new Error(`${this.unreadable.size} configuration record(s) cannot be opened with the keyring (SECRETS_KEK / SECRETS_KEK_FILE), e.g. ${first}`);
+    }
   }
 
   async stop(): Promise<void> {
@@ -81,16 +135,45 @@ export class ConfigStore {
     return out;
   }
 
-  async put(entity: Entity): Promise<void> {
+  /** The id of the key new secrets are sealed under. */
+  get currentKeyId(): string {
+    return this.keyring.current.id;
+  }
+
+  /** How the entity's secrets are sealed on the topic: the key ids, and members still in clear. */
+  sealingOf(entity: Entity): { keyIds: string[]; clear: number } {
     const tenantId = entity.kind === 'tenant' ? entity.id : entity.tenant_id;
-    const value = await this.codec.encode(this.topic, 'ConfigEntry', {
+    return this.sealings.get(entityKey(entity.kind, tenantId, entity.id)) ?? { keyIds: [], clear: 0 };
+  }
+
+  async put(entity: Entity): Promise<void> {
+    await this.write(entityKey(entity.kind, tenantOf(entity), entity.id), await this.encode(entity, false));
+  }
+
+  /**
+   * Writes `entity` only over an entity that still exists, in every process that reads the
+   * topic: a deletion made anywhere before this write wins. Returns whether it was applied
+   * here. An ignored write is followed by a tombstone, so that once compaction keeps only the
+   * last record of the key, the deletion is what remains. For entities whose ids are never
+   * reused (typed ULIDs).
+   */
+  async update(entity: Entity): Promise<boolean> {
+    const key = entityKey(entity.kind, tenantOf(entity), entity.id);
+    await this.write(key, await this.encode(entity, true));
+    if (this.entities.has(key)) return true;
+    await this.write(key, null);
+    return false;
+  }
+
+  private encode(entity: Entity, updateOnly: boolean): Promise<Buffer> {
+    return this.codec.encode(this.topic, 'ConfigEntry', {
       kind: entity.kind,
-      tenant_id: tenantId,
+      tenant_id: tenantOf(entity),
       id: entity.id,
-      data: JSON.stringify(entity),
+      data: JSON.stringify(sealEntity(this.keyring, entity)),
       written_at: Date.now(),
+      update_only: updateOnly,
     });
-    await this.write(entityKey(entity.kind, tenantId, entity.id), value);
   }
 
   async remove(kind: EntityKind, tenantId: string, id: string): Promise<void> {
@@ -112,21 +195,28 @@ export class ConfigStore {
     await this.table.waitFor({ partition: meta.partition, offset: meta.baseOffset });
   }
 
-  private apply(key: string, entity: Entity | null): void {
+  /** Applies one record; false when an update-only record finds its entity deleted. */
+  private apply(key: string, written: Written | null): boolean {
     const previous = this.entities.get(key);
     const groupKey = key.slice(0, key.lastIndexOf('/'));
-    if (entity === null) {
+    if (written === null) {
+      this.deletedKeys.add(key);
       this.entities.delete(key);
       this.byGroup.get(groupKey)?.delete(key);
       if (previous) this.byId.delete(previous.id);
       if (previous) for (const l of this.listeners) l(previous, true);
-      return;
+      return true;
     }
+    // Without a previous value the key was either deleted or compacted down to this record;
+    // only a tombstone read before it tells them apart (and the writer's tombstone follows).
+    if (written.updateOnly && !previous && this.deletedKeys.has(key)) return false;
+    const { entity } = written;
     this.entities.set(key, entity);
     let group = this.byGroup.get(groupKey);
     if (!group) this.byGroup.set(groupKey, (group = new Map()));
     group.set(key, entity);
     if (entity.kind !== 'tenant') this.byId.set(entity.id, entity);
     for (const l of this.listeners) l(entity, false);
+    return true;
   }
 }

@@ -1,4 +1,5 @@
-import { newApiKey } from '../../core/api-keys';
+import { AppError } from '../../core/errors';
+import { keyStatus, newApiKey } from '../../core/api-keys';
 import type { ApiKey, Tenant } from '../../core/model';
 import type { Scope } from '../../core/scopes';
 import type { ConfigStore } from './config-store';
@@ -25,7 +26,7 @@ export async function issueApiKey(
   store: ConfigStore,
   tenantId: string,
   scopes: Scope[],
-  options: { resourceIds?: string[] | null; expiresAt?: string | null } = {},
+  options: { resourceIds?: string[] | null; expiresAt?: string | null; name?: string | null } = {},
 ): Promise<IssuedKey> {
   const { keyId, apiKey, sha256 } = newApiKey();
   const key: ApiKey = {
@@ -37,7 +38,26 @@ export async function issueApiKey(
     resource_ids: options.resourceIds ?? null,
     created_at: new Date().toISOString(),
     expires_at: options.expiresAt ?? null,
+    name: options.name ?? null,
+    revoked_at: null,
   };
   await store.put(key);
   return { tenant_id: tenantId, key_id: keyId, api_key: apiKey, scopes };
+}
+
+/**
+ * Makes room for one more key of the tenant, or refuses it. Usable keys count against the
+ * `api_keys` quota (403 quota-exceeded); retired keys (revoked or expired) stay listed for
+ * audit, but at most `limit` of them: the ones retired longest ago are deleted first, so that
+ * revoking and creating in a loop cannot grow the config log without end nor exhaust the quota.
+ */
+export async function makeRoomForApiKey(store: ConfigStore, tenantId: string, limit: number, now = Date.now()): Promise<void> {
+  const keys = store.list('api_key', tenantId);
+  const retired = keys.filter((k) => keyStatus(k, now) !== 'active');
+  if (keys.length - retired.length + 1 > limit) {
+    throw new AppError('quota-exceeded', `this tenant may hold at most ${limit} usable API keys; revoke some before creating more`, { quota: 'api_keys', limit });
+  }
+  const retiredAt = (k: ApiKey) => k.revoked_at ?? k.expires_at ?? '';
+  const oldest = [...retired].sort((a, b) => retiredAt(a).localeCompare(retiredAt(b)));
+  for (const k of oldest.slice(0, Math.max(0, retired.length - (limit - 1)))) await store.remove('api_key', tenantId, k.id);
 }

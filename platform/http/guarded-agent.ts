@@ -1,5 +1,6 @@
 import { Agent, buildConnector } from 'undici';
 import { checkHost, isAllowed, type AllowList, type Verdict } from '../../core/address-policy';
+import { isOwnAddress, isOwnHost, type OwnListeners } from '../../core/own-listeners';
 import { guardedLookup, SsrfRefusedError, type Resolve } from './guarded-lookup';
 
 export { isSsrfRefusal, ssrfRefusalOf, SsrfRefusedError } from './guarded-lookup';
@@ -10,6 +11,8 @@ export interface GuardedAgentOptions {
   totalTimeoutMs: number;
   resolve?: Resolve;
   connections?: number;
+  /** Where this service listens: refused on every connection, even where loopback is allowed. */
+  own?: OwnListeners;
 }
 
 /**
@@ -19,6 +22,8 @@ export interface GuardedAgentOptions {
 export function checkTarget(url: URL, allow: AllowList): Verdict {
   return checkHost(url.hostname, allow);
 }
+
+const LOOP: Verdict = { ok: false, reason: "it is this service's own endpoint", addressClass: 'own-listener' };
 
 function refuse(host: string, address: string | null, verdict: Exclude<Verdict, { ok: true }>): SsrfRefusedError {
   return new SsrfRefusedError(host, address, verdict.addressClass, verdict.reason);
@@ -33,8 +38,10 @@ function refuse(host: string, address: string | null, verdict: Exclude<Verdict, 
 export function createGuardedAgent(options: GuardedAgentOptions): Agent {
   const { allow } = options;
   const dial = buildConnector({ timeout: options.connectTimeoutMs, lookup: guardedLookup(allow, options.resolve) });
+  const own = options.own;
   const connect: buildConnector.connector = (target, callback) => {
-    const verdict = checkHost(target.hostname, allow);
+    const port = Number(target.port) || (target.protocol === 'https:' ? 443 : 80);
+    const verdict = own && isOwnHost(own, target.hostname, port) ? LOOP : checkHost(target.hostname, allow);
     if (!verdict.ok) {
       const err = refuse(target.hostname, null, verdict);
       // undici expects the outcome asynchronously, as a socket would report it
@@ -44,7 +51,9 @@ export function createGuardedAgent(options: GuardedAgentOptions): Agent {
     dial(target, (err, socket) => {
       if (err) return callback(err, null);
       const peer = socket.remoteAddress;
-      const actual = peer === undefined ? null : isAllowed(peer, allow);
+      // the peer is checked after DNS, so a name that later points at the service is caught here
+      const looped = own !== undefined && peer !== undefined && isOwnAddress(own, peer, socket.remotePort ?? port);
+      const actual = peer === undefined ? null : looped ? LOOP : isAllowed(peer, allow);
       if (actual?.ok) return callback(null, socket);
       socket.destroy();
       if (actual === null) callback(Object.assign(new Error(`connection to ${target.hostname} closed at once`), { code: 'ECONNRESET' }), null);

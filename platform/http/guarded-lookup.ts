@@ -13,7 +13,12 @@ export type Resolve = (hostname: string) => Promise<ResolvedAddress[]>;
 const systemResolve: Resolve = async (hostname) =>
   (await dns.lookup(hostname, { all: true })).map(({ address }) => ({ address, family: isIP(address) === 6 ? 6 : 4 }));
 
-/** A destination the address policy forbids; `code` lets it be recognised after undici or fetch wrapped it. */
+/**
+ * A destination the address policy forbids; `code` lets it be recognised after undici or fetch
+ * wrapped it. The message reaches tenants (a delivery attempt's error, log lines): it names the
+ * host as the destination spells it, never the address the host resolved to or the socket met,
+ * which stays on `address` for operators.
+ */
 export class SsrfRefusedError extends Error {
   readonly code = 'ESSRF';
 
@@ -23,9 +28,15 @@ export class SsrfRefusedError extends Error {
     readonly addressClass: AddressClass,
     reason: string,
   ) {
-    super(`refused to connect to ${host}: ${reason}`);
+    super(`refused to connect to ${host}: ${address === null ? reason : resolvedReason(addressClass)}`);
     this.name = 'SsrfRefusedError';
   }
+}
+
+function resolvedReason(addressClass: AddressClass): string {
+  if (addressClass === 'own-listener') return "it reaches this service's own endpoint";
+  const article = /^[aeiou]/.test(addressClass) ? 'an' : 'a';
+  return `it resolves to ${article} ${addressClass} address, which deliveries may not reach`;
 }
 
 /** The refusal inside `err`, following `cause` and AggregateError chains (fetch wraps it in a TypeError). */

@@ -9,12 +9,20 @@ interface Pending {
 export interface BatchingOptions {
   /** Most records in one request (default 500). */
   maxBatch?: number;
+  /**
+   * Most bytes of keys and values in one request (default 512 KiB); a record larger than this
+   * goes alone. The broker refuses a record batch above its size limit as a whole, so without
+   * this bound one large record would fail the small ones gathered with it.
+   */
+  maxBatchBytes?: number;
   /** How long the first record of a batch may wait for others (default: one turn of the event loop). */
   lingerMs?: number;
   /**
    * Requests in flight at once (default 2). While they are all out, records gather for the
    * next one: under load batches grow with the load instead of the request count, and an idle
-   * producer still sends at once.
+   * producer still sends at once. An idempotent producer always has one: kafkajs numbers its
+   * records under a lock per broker anyway, and a failed request gives its sequence numbers
+   * back, so a second request in flight could take them and overtake the first on its retry.
    */
   maxInFlight?: number;
 }
@@ -36,8 +44,16 @@ export class BatchingProducer {
     private readonly options: BatchingOptions = {},
   ) {}
 
+  private get maxInFlight(): number {
+    return this.producer.isIdempotent() ? 1 : (this.options.maxInFlight ?? 2);
+  }
+
   private get maxBatch(): number {
     return this.options.maxBatch ?? 500;
+  }
+
+  private get maxBatchBytes(): number {
+    return this.options.maxBatchBytes ?? 512 * 1024;
   }
 
   send(topicMessages: { topic: string; messages: Message[] }[]): Promise<void> {
@@ -59,16 +75,21 @@ export class BatchingProducer {
       this.timer = undefined;
     }
     // every slot busy: the batch keeps growing and goes out when a request comes back
-    while (this.queue.length > 0 && this.inFlight < (this.options.maxInFlight ?? 2)) this.sendNext();
+    while (this.queue.length > 0 && this.inFlight < this.maxInFlight) this.sendNext();
   }
 
   private sendNext(): void {
     const batch: Pending[] = [];
     let count = 0;
-    while (this.queue.length > 0 && (batch.length === 0 || count < this.maxBatch)) {
-      const p = this.queue.shift()!;
-      batch.push(p);
-      count += p.topicMessages.reduce((n, t) => n + t.messages.length, 0);
+    let bytes = 0;
+    while (this.queue.length > 0) {
+      const next = this.queue[0]!;
+      const size = bytesOf(next);
+      if (batch.length > 0 && (count >= this.maxBatch || bytes + size > this.maxBatchBytes)) break;
+      this.queue.shift();
+      batch.push(next);
+      count += next.topicMessages.reduce((n, t) => n + t.messages.length, 0);
+      bytes += size;
     }
     this.queued -= count;
     const byTopic = new Map<string, Message[]>();
@@ -91,4 +112,18 @@ export class BatchingProducer {
         if (this.queue.length > 0 && !this.timer) this.flush();
       });
   }
+}
+
+/** Bytes of the keys and values of one caller's records. */
+function bytesOf(p: Pending): number {
+  let n = 0;
+  for (const t of p.topicMessages) {
+    for (const m of t.messages) n += sizeOf(m.key) + sizeOf(m.value);
+  }
+  return n;
+}
+
+function sizeOf(v: Message['key'] | Message['value']): number {
+  if (v === null || v === undefined) return 0;
+  return typeof v === 'string' ? Buffer.byteLength(v) : v.length;
 }

@@ -1,4 +1,4 @@
-import { Kafka, logLevel, type Admin, type ITopicConfig, type LogEntry } from 'kafkajs';
+import { Kafka, logLevel, type Admin, type ITopicConfig, type LogEntry, type Producer, type ProducerConfig } from 'kafkajs';
 
 /** kafkajs logs through this; WARN and above go to stderr as one JSON line each. */
 function kafkaLogCreator() {
@@ -9,6 +9,8 @@ function kafkaLogCreator() {
     // kafkajs retries (or restarts the consumer) by itself, so these are not worth a line
     const text = `${message} ${typeof rest.error === 'string' ? rest.error : ''}`;
     if (/coordinator is not available|coordinator is loading|Restarting the consumer in \d+ms/.test(text) && !/NumberOfRetriesExceeded/.test(text)) return;
+    // producers keep bounded retries on purpose (see createProducer): an outage must reach the caller
+    if (/Limiting retries for the idempotent producer/.test(text)) return;
     process.stderr.write(
       `${JSON.stringify({ level: level === logLevel.ERROR ? 'error' : 'warn', source: 'kafkajs', message, ...rest })}\n`,
     );
@@ -27,12 +29,26 @@ export function createKafka(brokers: string[], clientId: string, options: { quie
   });
 }
 
+/**
+ * The service's producers. Idempotent: the broker drops a batch it already wrote when a retry
+ * follows a lost answer, so a retried request never duplicates or reorders records. kafkajs
+ * then requires acks=-1 on every send (all our sends use it) and retries > 0; it serialises the
+ * requests per broker and numbers them under that lock. Retries stay bounded (the client's) so
+ * that a Kafka outage reaches the caller (503 at the Hook URL, a retried batch in a stage)
+ * instead of holding it forever.
+ */
+export function createProducer(kafka: Kafka, options: Pick<ProducerConfig, 'createPartitioner'> = {}): Producer {
+  return kafka.producer({ allowAutoTopicCreation: false, idempotent: true, ...options });
+}
+
 export interface TopicSpec {
   topic: string;
   partitions: number;
   compacted?: boolean;
   /** Retention in milliseconds for delete-policy topics; unset keeps the broker default. */
   retentionMs?: number;
+  /** Largest record batch the topic takes (`max.message.bytes`); unset keeps the broker default. */
+  maxMessageBytes?: number;
 }
 
 /**
@@ -50,6 +66,7 @@ export async function ensureTopics(kafka: Kafka, specs: TopicSpec[], replication
         const configEntries: { name: string; value: string }[] = [];
         if (s.compacted) configEntries.push({ name: 'cleanup.policy', value: 'compact' });
         if (s.retentionMs !== undefined) configEntries.push({ name: 'retention.ms', value: String(s.retentionMs) });
+        if (s.maxMessageBytes !== undefined) configEntries.push({ name: 'max.message.bytes', value: String(s.maxMessageBytes) });
         configEntries.push({ name: 'min.insync.replicas', value: String(Math.min(2, replicationFactor)) });
         return { topic: s.topic, numPartitions: s.partitions, replicationFactor, configEntries };
       });

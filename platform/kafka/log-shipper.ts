@@ -30,7 +30,8 @@ export function toLogEntry(r: LogRecord): LogEntry {
 /**
  * Ships log lines to the `logs` topic for the logs API, in the background: lines are gathered
  * for `intervalMs` and sent in one request. Logging never waits on Kafka; when Kafka is away
- * the oldest lines beyond `maxBuffered` are dropped and counted.
+ * the oldest lines beyond `maxBuffered` are dropped and counted. Sent with acks=all: a line the
+ * logs API shows survives the loss of the leader.
  */
 export class LogShipper {
   private buffer: LogEntry[] = [];
@@ -65,7 +66,7 @@ export class LogShipper {
     this.sending = (async () => {
       try {
         const messages = await Promise.all(entries.map(async (e) => ({ key: e.tenant_id, value: await this.codec.encode(this.topic, 'LogEntry', e) })));
-        await this.producer.send({ topic: this.topic, acks: 1, messages });
+        await this.producer.send({ topic: this.topic, acks: -1, messages });
       } catch {
         this.dropped += entries.length;
       } finally {

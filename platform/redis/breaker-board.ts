@@ -7,6 +7,8 @@ import type { BreakerState } from '../../pipeline/deliver/breakers';
 const BEAT_MS = 5_000;
 
 export interface BreakerEntry {
+  /** The tenant that owns the destination: readers show other tenants' breakers only as counts. */
+  tenant_id: string;
   destination_id: string;
   state: Exclude<BreakerState, 'closed'>;
   /** When the breaker entered this state (ms since epoch). */
@@ -63,13 +65,13 @@ export class BreakerBoard {
   }
 
   /** Records a state change; a closed breaker leaves the board. */
-  async record(destinationId: string, state: BreakerState, at = Date.now()): Promise<void> {
+  async record(tenantId: string, destinationId: string, state: BreakerState, at = Date.now()): Promise<void> {
     const key = this.boardKey(this.instance);
     if (state === 'closed') {
       await this.redis.hdel(key, destinationId);
       return;
     }
-    await this.redis.multi().hset(key, destinationId, JSON.stringify({ state, since: at })).pexpire(key, this.expiresMs).sadd(this.setKey, this.instance).exec();
+    await this.redis.multi().hset(key, destinationId, JSON.stringify({ tenant_id: tenantId, state, since: at })).pexpire(key, this.expiresMs).sadd(this.setKey, this.instance).exec();
   }
 
   /** Every breaker that is open or half-open in a live deliver process. */
@@ -84,8 +86,9 @@ export class BreakerBoard {
         // -2: the board expired (the process is gone or has no breaker to show)
         if (ttl === -2 && instance !== this.instance) gone.push(instance);
         for (const [destination_id, raw] of Object.entries(fields)) {
-          const v = JSON.parse(raw) as { state: BreakerEntry['state']; since: number };
-          out.push({ destination_id, state: v.state, since: v.since, instance });
+          const v = JSON.parse(raw) as { tenant_id?: string; state: BreakerEntry['state']; since: number };
+          // a record without an owner (written before owners were recorded) belongs to nobody who asks
+          out.push({ tenant_id: v.tenant_id ?? '', destination_id, state: v.state, since: v.since, instance });
         }
       }),
     );

@@ -5,6 +5,7 @@ import { issueApiKey } from '../../platform/config-store/tenants';
 import { deliveryRow, logRow } from '../../pipeline/sink/rows';
 import { headerOf, problemViolations } from '../support/problem';
 import { rawRequest, type RawAnswer, type RawRequest } from '../support/raw-http';
+import { seedObjects } from '../support/seed';
 import { startTestService, type TestService } from '../support/service';
 
 /**
@@ -85,7 +86,7 @@ const junkSegment = fc.oneof(
 
 const typedId = fc.tuple(fc.constantFrom('dst', 'ing', 'flw', 'dlv', 'evt', 'pld', 'key', 'req', 'xyz'), fc.string({ unit: fc.constantFrom(...'0123456789abcdefghjkmnpqrstvwxyz'.split('')), minLength: 26, maxLength: 26 })).map(([p, u]) => `${p}_${u}`);
 
-const ROUTE_PATTERNS = ['/destinations', '/destinations/{id}', '/ingesters', '/ingesters/{id}', '/delivery-flows', '/delivery-flows/{id}', '/deliveries', '/deliveries/{id}', '/events/{id}/retry', '/saved-payloads', '/saved-payloads/{id}', '/logs'];
+const ROUTE_PATTERNS = ['/destinations', '/destinations/{id}', '/ingesters', '/ingesters/{id}', '/delivery-flows', '/delivery-flows/{id}', '/deliveries', '/deliveries/{id}', '/events/{id}/retry', '/saved-payloads', '/saved-payloads/{id}', '/logs', '/api-keys', '/api-keys/{id}', '/api-keys/{id}/revoke'];
 
 const METHODS_COMMON = ['GET', 'POST', 'PUT', 'DELETE'];
 const METHODS_ODD = ['PATCH', 'HEAD', 'OPTIONS', 'TRACE', 'PROPFIND', 'PROPPATCH', 'MKCOL', 'COPY', 'MOVE', 'LOCK', 'UNLOCK', 'PURGE', 'REPORT', 'SEARCH', 'QUERY', 'LINK', 'UNLINK', 'NOTIFY', 'SUBSCRIBE'];
@@ -99,6 +100,7 @@ const ROUTE_TABLE: [string, string][] = [
   ['GET', '/delivery-flows'], ['POST', '/delivery-flows'], ['GET', '/delivery-flows/{id}'], ['PUT', '/delivery-flows/{id}'], ['DELETE', '/delivery-flows/{id}'],
   ['GET', '/deliveries'], ['GET', '/deliveries/{id}'], ['POST', '/events/{id}/retry'],
   ['GET', '/saved-payloads'], ['POST', '/saved-payloads'], ['GET', '/saved-payloads/{id}'], ['GET', '/logs'],
+  ['GET', '/api-keys'], ['POST', '/api-keys'], ['GET', '/api-keys/{id}'], ['POST', '/api-keys/{id}/revoke'],
 ];
 
 interface Endpoint {
@@ -199,7 +201,7 @@ const deepOf = (depth: number, open = '[', close = ']') => `${open.repeat(depth)
 function bodyArb() {
   const wrongValue = fc.oneof(fc.jsonValue({ maxDepth: 3 }), fc.constantFrom('', ' ', 'ftp://x', 'http://user:pw@127.0.0.1/', 'http://127.0.0.1:9/x', 'not a url', 'none', 'generic', 'stripe'), fc.string({ unit: 'grapheme', maxLength: 50 }));
   const fieldsObject = fc.record(
-    { name: wrongValue, url: wrongValue, payload: wrongValue, provider: wrongValue, config: wrongValue, destination_ids: wrongValue, ingester_id: wrongValue, filters: wrongValue, retry_schedule_ms: wrongValue },
+    { name: wrongValue, url: wrongValue, payload: wrongValue, provider: wrongValue, config: wrongValue, destination_ids: wrongValue, ingester_id: wrongValue, filters: wrongValue, retry_schedule_ms: wrongValue, scopes: wrongValue, expires_at: wrongValue, resource_ids: wrongValue },
     { requiredKeys: [] },
   );
   const deep = fc.tuple(fc.constantFrom(100, 1500, 5000, 20_000, 200_000), fc.constantFrom(0, 1, 2, 3), fc.boolean()).map(([depth, shape, objects]) => {
@@ -329,15 +331,7 @@ describe('fuzz: malformed requests against every route', () => {
     if (host !== '127.0.0.1' && host !== 'localhost') throw new Error(`the test service is not on loopback: ${svc.url}`);
     const tenant = svc.tenantId;
     const base = `/v1/tenants/${tenant}`;
-    const make = async (path: string, body: unknown) => {
-      const res = await svc.api('POST', `${base}${path}`, body);
-      if (res.status !== 201) throw new Error(`seed ${path}: ${res.status} ${JSON.stringify(res.body)}`);
-      return res.body.id as string;
-    };
-    const dest = await make('/destinations', { name: 'fuzz-seed', url: 'http://127.0.0.1:9/seed' });
-    const ingester = await make('/ingesters', { name: 'fuzz-seed', provider: 'none', config: {}, destination_ids: [dest] });
-    const flow = await make('/delivery-flows', { name: 'fuzz-seed', ingester_id: ingester, destination_ids: [dest] });
-    const payload = await make('/saved-payloads', { name: 'fuzz-seed', payload: { a: 1 } });
+    const { dest, ingester, flow, payload } = await seedObjects(svc);
     // deliveries and log lines as the sink writes them, so that the lists have real cursors
     const now = Date.now();
     const deliveries = [0, 1, 2, 3].map((i) => newId('delivery', now - 10_000 + i));

@@ -6,6 +6,7 @@ import { idempotency, idempotencyRedisKey, requestFingerprint, type IdempotencyO
 import { problemHandler } from '../../api/problem';
 import { Logger } from '../../core/log';
 import { uniqueSuffix } from '../support/ids';
+import { randomKeyring } from '../support/keyring';
 
 const ERROR_BASE = 'http://errors.test';
 
@@ -24,6 +25,7 @@ interface TestApp {
 
 describe('Idempotency-Key', () => {
   let redis: Redis;
+  const keyring = randomKeyring();
   const servers: Server[] = [];
 
   beforeAll(() => {
@@ -47,7 +49,7 @@ describe('Idempotency-Key', () => {
       res.locals.auth = { key: { kind: 'api_key', id, tenant_id: tenant, secret_sha256: '', scopes: [], resource_ids: null, created_at: '', expires_at: null } };
       next();
     });
-    app.use(idempotency({ redis, prefix, ttlSeconds: 86_400, ...options }));
+    app.use(idempotency({ redis, prefix, ttlSeconds: 86_400, keyring, ...options }));
     app.post(['/things', '/other'], async (req, res) => {
       state.runs++;
       const delay = Number(req.headers['x-delay-ms'] ?? 0);
@@ -98,6 +100,24 @@ describe('Idempotency-Key', () => {
     expect(again.headers.get('content-type')).toBe(first.headers.get('content-type'));
     expect(again.headers.get('idempotent-replayed')).toBe('true');
     expect(app.created).toBe(1);
+  });
+
+  it('keeps the stored answer sealed: Redis holds neither its bytes nor their base64', async () => {
+    const app = await startApp();
+    const marker = `secret-${uniqueSuffix()}`;
+    const first = await app.post('/things', { name: marker }, key('k-sealed'));
+    expect(first.body.input.name).toBe(marker);
+    const raw = await redis.get(idempotencyRedisKey(app.prefix, 'tenant-a', 'key_a', 'k-sealed'));
+    const record = JSON.parse(raw!) as IdempotencyRecord;
+    expect(record).toMatchObject({ state: 'done', status: 201, body: expect.stringMatching(/^enc:v1:/) });
+    expect(raw).not.toContain(marker);
+    expect(raw).not.toContain(Buffer.from(JSON.stringify(first.body)).toString('base64').slice(0, 24));
+    // the record is bound to its own key: copied under another Idempotency-Key it does not open
+    const other = idempotencyRedisKey(app.prefix, 'tenant-a', 'key_a', 'k-copied');
+    await redis.set(other, raw!);
+    expect((await app.post('/things', { name: marker }, key('k-copied'))).status).toBe(500);
+    // and under the key it was sealed for it replays
+    expect((await app.post('/things', { name: marker }, key('k-sealed'))).body).toEqual(first.body);
   });
 
   it('stores and replays a 4xx answer too', async () => {

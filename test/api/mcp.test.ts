@@ -11,6 +11,7 @@ import { TOOLS } from '../../api/mcp/tools';
 import { startReceiver, type Receiver } from '../support/receiver';
 import { eventually, startTestService, type TestService } from '../support/service';
 import { waitForStates } from '../support/flow';
+import { expectProblem } from '../support/problem';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createApp } from '../../api/app';
@@ -152,6 +153,11 @@ describe('MCP endpoint', () => {
     const updated = await ok('update_ingester', { ingester_id: ingesterId, name: 'mcp github renamed' });
     expect(updated.name).toBe('mcp github renamed');
 
+    // credentials through MCP: accepted, answered masked, kept for TRUST-006 to look for
+    const token = `mcp-token-${destinationId.slice(-8)}`;
+    const withAuth = await ok('create_destination', { name: 'mcp with credentials', url: receiver.url, auth: { type: 'bearer', token } });
+    expect(withAuth.auth).toEqual({ type: 'bearer', token: `****${token.slice(-4)}` });
+    expect(JSON.stringify(withAuth)).not.toContain(token);
     const spare = await ok('create_destination', { name: 'mcp spare', url: receiver.url });
     const flow = await ok('create_delivery_flow', { name: 'mcp spare flow', ingester_id: ingesterId, destination_ids: [spare.id] });
     flowId = flow.id;
@@ -243,6 +249,31 @@ describe('MCP endpoint', () => {
     const saved = await ok('create_saved_payload', { name: 'mcp payload', payload: { order: 7 } });
     expect(saved).toMatchObject({ name: 'mcp payload', payload: { order: 7 } });
   }, 90_000);
+
+  it('create_api_key shows the plain key once; list_api_keys never; revoke_api_key stops it', async () => {
+    const created = await ok('create_api_key', { name: 'mcp key', scopes: ['read:keys', 'write:keys'], idempotency_key: 'mcp-key-1' });
+    expect(created).toMatchObject({ name: 'mcp key', status: 'active', revoked_at: null, api_key: expect.stringMatching(/^hlk_/) });
+    const secret = String(created.api_key);
+    const listed = await ok('list_api_keys', { limit: 200 });
+    const text = JSON.stringify(listed);
+    expect(text).not.toContain(secret);
+    expect(text).not.toContain('secret_sha256');
+    expect(listed.api_keys.find((k: Json) => k.id === created.id)).toMatchObject({ name: 'mcp key', status: 'active' });
+    // a key cannot grant what it does not hold
+    const own = await connect(svc.url, secret);
+    try {
+      const refused = problemOf((await own.callTool({ name: 'create_api_key', arguments: { name: 'wider', scopes: ['read:deliveries'] } })) as { isError?: boolean; content: { text: string }[] });
+      expect(refused).toMatchObject({ status: 403, required_scope: 'read:deliveries' });
+      // the key revokes itself; after that it opens nothing
+      const revoked = (await own.callTool({ name: 'revoke_api_key', arguments: { key_id: created.id } })) as { structuredContent?: Json };
+      expect(revoked.structuredContent).toMatchObject({ id: created.id, status: 'revoked', revoked_at: expect.any(String) });
+    } finally {
+      await own.close().catch(() => undefined);
+    }
+    expect((await rpc(svc.url, secret, { jsonrpc: '2.0', id: 1, method: 'tools/list' })).status).toBe(401);
+    expect(await ok('revoke_api_key', { key_id: created.id })).toMatchObject({ status: 'revoked' });
+    expect(problemOf(await call('revoke_api_key', { key_id: 'key_01j9zx5w3k8f6t2q4r7m1n0bcd' }))).toMatchObject({ status: 404 });
+  });
 
   it('runtime and trust proofs are live checks with their values and times', async () => {
     const runtime = await ok('list_runtime_proofs');
@@ -349,6 +380,32 @@ describe('MCP endpoint', () => {
     const get = await fetch(`${svc.url}/v1/mcp`, { headers: { authorization: `Bearer ${svc.apiKey}`, accept: 'text/event-stream' } });
     expect(get.status).toBe(405);
     expect(get.headers.get('allow')).toBe('POST');
+  });
+
+  it('answers what the transport refuses as problem documents, not JSON-RPC errors', async () => {
+    const post = async (headers: Record<string, string>, body: string) => {
+      const res = await fetch(`${svc.url}/v1/mcp`, { method: 'POST', headers: { authorization: `Bearer ${svc.apiKey}`, 'content-type': 'application/json', ...headers }, body });
+      const text = await res.text();
+      return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
+    };
+    const list = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' });
+    for (const accept of ['application/json', 'text/event-stream', '*/*', 'text/html']) {
+      expectProblem(await post({ accept }, list), 406, 'not-acceptable', svc.config.errorBase);
+    }
+    expectProblem(await post({}, list), 406, 'not-acceptable', svc.config.errorBase);
+    const both = { accept: 'application/json, text/event-stream' };
+    const invalid = await post(both, JSON.stringify({ id: 1, method: 'tools/list' }));
+    expectProblem(invalid, 400, 'validation-error', svc.config.errorBase);
+    expect(invalid.body.errors).toEqual([{ field: 'body', message: expect.stringMatching(/JSON-RPC/) }]);
+    const version = await post({ ...both, 'mcp-protocol-version': '1999-01-01' }, list);
+    expectProblem(version, 400, 'validation-error', svc.config.errorBase);
+    expect(version.body.errors[0].field).toBe('MCP-Protocol-Version');
+    expectProblem(await post({ ...both, 'content-type': 'application/merge-patch+json' }, list), 415, 'unsupported-media-type', svc.config.errorBase);
+    // and what it takes still answers as before
+    const ok = await post(both, list);
+    expect(ok.status).toBe(200);
+    expect(ok.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(ok.body.result.tools.length).toBeGreaterThan(0);
   });
 
   it('a key sees only its own tenant on the evidence surface', async () => {

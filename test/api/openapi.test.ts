@@ -1,4 +1,5 @@
 import http from 'node:http';
+import { gzipSync } from 'node:zlib';
 import type { AddressInfo } from 'node:net';
 import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
@@ -8,6 +9,7 @@ import { createApp, type ApiServices } from '../../api/app';
 import { openApiDocument } from '../../api/openapi';
 import { defaultRouteOf } from '../../api/rate-limit';
 import { deliveriesRouter } from '../../api/routes/deliveries';
+import { DEFAULT_QUOTAS } from '../../core/quotas';
 import { destinationsRouter } from '../../api/routes/destinations';
 import { eventsRouter } from '../../api/routes/events';
 import { flowsRouter } from '../../api/routes/flows';
@@ -16,10 +18,15 @@ import { logsRouter } from '../../api/routes/logs';
 import { evidenceLogRouter, evidenceRouter } from '../../api/routes/evidence';
 import { EvidenceStore } from '../../platform/evidence/store';
 import { savedPayloadsRouter } from '../../api/routes/saved-payloads';
+import { apiKeysRouter } from '../../api/routes/api-keys';
+import { keyIdOf } from '../../core/api-keys';
 import { mcpRouter, type McpRoutesDeps } from '../../api/routes/mcp';
 import { Logger } from '../../core/log';
 import { SCOPES } from '../../core/scopes';
-import { ingestRouter } from '../../pipeline/ingest/router';
+import { hookFastPath, ingestRouter, type IngestDeps } from '../../pipeline/ingest/router';
+import { IngestLimiter } from '../../pipeline/ingest/limits';
+import { RedisTokenLeases } from '../../platform/redis/token-leases';
+import { writeProblem } from '../../api/problem';
 import { AvroCodec } from '../../platform/avro/codec';
 import { issueApiKey } from '../../platform/config-store/tenants';
 import { BatchingProducer } from '../../platform/kafka/batching-producer';
@@ -50,6 +57,7 @@ const MISSING: Record<string, string> = {
   delivery_id: `dlv_${ULID}`,
   event_id: `evt_${ULID}`,
   payload_id: `pld_${ULID}`,
+  key_id: `key_${ULID}`,
 };
 
 interface Answer {
@@ -274,6 +282,7 @@ describe('OpenAPI document', () => {
   let locked: Served;
   let lockedRedis: Redis;
   let lockedUrl: string | undefined;
+  let lockedServices: ApiServices;
   let doc: Json;
   let conf: Conformance;
   let errorBase: string;
@@ -345,7 +354,7 @@ describe('OpenAPI document', () => {
 
   beforeAll(async () => {
     [svc, okReceiver, flakyReceiver] = await Promise.all([
-      startTestService({ LOG_LEVEL: 'warn', INGEST_MAX_BODY_BYTES: '65536', RATE_LIMITS: 'default=10000/60s' }),
+      startTestService({ LOG_LEVEL: 'warn', INGEST_MAX_BODY_BYTES: '65536', RATE_LIMITS: 'default=10000/60s', MAX_FANOUT: '1' }),
       startReceiver(),
       startReceiver(),
     ]);
@@ -362,7 +371,8 @@ describe('OpenAPI document', () => {
     // an instance over the same state with every write group disabled and one request per route and key
     lockedRedis = new Redis(svc.config.redisUrl!);
     const prefix = `${svc.config.topicPrefix}locked.`;
-    const services: ApiServices = {
+    const services: ApiServices = (lockedServices = {
+      ...svc.service.apiServices!,
       store: svc.service.store,
       clickhouse: svc.clickhouse,
       clickhouseDatabase: svc.config.clickhouseDatabase,
@@ -373,12 +383,15 @@ describe('OpenAPI document', () => {
       redisPrefix: prefix,
       idempotencyTtlSeconds: 60,
       rateLimits: { default: { limit: 1, windowSeconds: 60 }, routes: {} },
+      quotas: DEFAULT_QUOTAS,
       disabledWriteGroups: SCOPES.filter((s) => s.startsWith('write:')),
       evidence: new EvidenceStore(svc.clickhouse, svc.config.clickhouseDatabase),
       evidenceLog: svc.service.evidenceLog!,
       destinationHttpsOnly: false,
+      refusalOfDestination: svc.service.apiServices!.refusalOfDestination,
+      maxFanout: 50,
       operations: svc.service.apiServices!.operations,
-    };
+    });
     locked = await serve(createApp({ errorBase: () => errorBase, log, probe: healthProbe({}), build: buildInfo(), services: () => services, selfUrl: () => lockedUrl }));
     lockedUrl = locked.url;
   });
@@ -480,7 +493,7 @@ describe('OpenAPI document', () => {
         if (isObject(op.requestBody)) expect(isObject(op.requestBody.content)).toBe(true);
       }
     }
-    expect(operationIds.size).toBe(34);
+    expect(operationIds.size).toBe(38);
   });
 
   it('documents every route the express app registers, with the scope each route checks', async () => {
@@ -490,15 +503,16 @@ describe('OpenAPI document', () => {
     const replay = { producer: svc.service.kafka.producer(), codec: AvroCodec.connect(svc.config.schemaRegistryUrl!), topics: svc.service.topics, redis: lockedRedis, prefix: 'unused.' };
     // the app's own routes (health, and the document once it is wired) and the Hook URL router
     const registered = routesOf((unready.app as unknown as { router: unknown }).router, '');
-    routesOf(ingestRouter({ topics: svc.service.topics, config: store, codec: replay.codec, producer: new BatchingProducer(replay.producer), maxBodyBytes: 1, log }), '', registered);
+    routesOf(ingestRouter({ topics: svc.service.topics, config: store, codec: replay.codec, producer: new BatchingProducer(replay.producer), maxBodyBytes: 1, maxHops: 3, log }), '', registered);
     // the tenant routers, at the mount paths of api/app.ts (proved below: each answers its scope's 403)
     const mounts: [string, unknown][] = [
-      ['/destinations', destinationsRouter(store, claims)],
-      ['/ingesters', ingestersRouter(store, svc.url)],
+      ['/destinations', destinationsRouter(store, claims, { refusalOf: async () => null })],
+      ['/ingesters', ingestersRouter(store, svc.url, 50)],
       ['/deliveries', deliveriesRouter(svc.clickhouse, db)],
       ['/events', eventsRouter(svc.clickhouse, db, store, replay)],
-      ['/delivery-flows', flowsRouter(store)],
+      ['/delivery-flows', flowsRouter(store, 50)],
       ['/saved-payloads', savedPayloadsRouter(store)],
+      ['/api-keys', apiKeysRouter(store, undefined)],
       ['/logs', logsRouter(svc.clickhouse, db)],
       ['/evidence', evidenceRouter(new EvidenceStore(svc.clickhouse, db), svc.clickhouse, db)],
       ['/evidence-log', evidenceLogRouter(new EvidenceStore(svc.clickhouse, db), svc.service.evidenceLog!)],
@@ -562,6 +576,7 @@ describe('OpenAPI document', () => {
     expect(bodyOf(b).retry_schedule_ms).toEqual([0]);
 
     expectProblem(await call('createDestination', {}, { json: { name: ' OAS-A ', url: okReceiver.url } }), 409, 'conflict');
+    expectProblem(await call('createDestination', {}, { json: { name: 'oas-loop', url: `${svc.url}/v1/hooks/ing_x` } }), 422, 'unprocessable-entity');
     const bad = await call('createDestination', {}, { json: { name: '', url: 'ftp://x', retry_schedule_ms: [-1] } });
     expectProblem(bad, 400, 'validation-error');
     expect(fields(bad)).toEqual(['name', 'url', 'retry_schedule_ms']);
@@ -607,12 +622,19 @@ describe('OpenAPI document', () => {
     const none = await call('createIngester', {}, { json: { name: 'oas-none', provider: 'none', destination_ids: [destB] } });
     expect(none.status).toBe(201);
     ingNone = String(bodyOf(none).id);
+    // MAX_FANOUT is 1 in this service
+    expectProblem(await call('createIngester', {}, { json: { name: 'oas-wide', provider: 'none', destination_ids: [destA, destB] } }), 422, 'unprocessable-entity');
+    expectProblem(await call('updateIngester', { ingester_id: ingNone }, { json: { name: 'oas-none', destination_ids: [destA, destB] } }), 422, 'unprocessable-entity');
 
     const bad = await call('createIngester', {}, { json: { name: 'x', provider: 'nope', filters: [{ type: 'header' }], destination_ids: ['dst_nope'] } });
     expectProblem(bad, 400, 'validation-error');
     expect(fields(bad)).toEqual(expect.arrayContaining(['provider', 'destination_ids[0]', 'filters[0].name']));
     expect(fields(await call('createIngester', {}, { json: { name: 'x', provider: 'stripe', config: {} } }))).toEqual(['config.signing_secret']);
     expectProblem(await call('createIngester', {}, { key: limitedKey, json: { name: 'pd', provider: 'none', destination_ids: [destA] } }), 403, 'permission-denied', { resource_id: destA });
+    const lookahead = { type: 'header', name: 'x-k', op: 'matches', pattern: 'v(?=1)' };
+    const refused = await call('createIngester', {}, { json: { name: 'oas-refused', provider: 'none', filters: [lookahead] } });
+    expectProblem(refused, 422, 'unprocessable-entity');
+    expect(fields(refused)).toEqual(['filters[0].pattern']);
 
     const page = await call('listIngesters', {}, { query: 'limit=1' });
     expect(typeof bodyOf(page).next_cursor).toBe('string');
@@ -628,6 +650,9 @@ describe('OpenAPI document', () => {
     expect(put.status).toBe(200);
     expect(bodyOf(put)).toMatchObject({ name: 'oas-generic renamed', config: { signing_secret: '****alue' } });
     expect(fields(await call('updateIngester', { ingester_id: ingGeneric }, { json: { filters: [] } }))).toEqual(['name']);
+    const refusedUpdate = await call('updateIngester', { ingester_id: ingGeneric }, { json: { name: 'x', filters: [{ type: 'any', rules: [lookahead] }] } });
+    expectProblem(refusedUpdate, 422, 'unprocessable-entity');
+    expect(fields(refusedUpdate)).toEqual(['filters[0].rules[0].pattern']);
     expectProblem(await call('updateIngester', { ingester_id: MISSING.ingester_id! }, { json: { name: 'x' } }), 404, 'not-found');
     expectProblem(await call('updateIngester', { ingester_id: ingGeneric }, { key: limitedKey, json: { name: 'x' } }), 403, 'permission-denied');
 
@@ -644,6 +669,8 @@ describe('OpenAPI document', () => {
     flowId = String(bodyOf(created).id);
     const bad = await call('createDeliveryFlow', {}, { json: { name: 'x', ingester_id: 'ing_nope', destination_ids: ['dst_nope'] } });
     expect(fields(bad)).toEqual(['ingester_id', 'destination_ids[0]']);
+    expectProblem(await call('createDeliveryFlow', {}, { json: { name: 'oas-wide', ingester_id: ingGeneric, destination_ids: [destB] } }), 422, 'unprocessable-entity');
+    expectProblem(await call('updateDeliveryFlow', { flow_id: flowId }, { json: { name: 'oas-wide', destination_ids: [destA, destB] } }), 422, 'unprocessable-entity');
     expectProblem(await call('createDeliveryFlow', {}, { key: limitedKey, json: { name: 'pd', ingester_id: ingGeneric, destination_ids: [] } }), 403, 'permission-denied', { resource_id: ingGeneric });
 
     const page = await call('listDeliveryFlows', {}, { query: 'limit=1' });
@@ -681,6 +708,31 @@ describe('OpenAPI document', () => {
     expect(bodyOf(await call('getSavedPayload', { payload_id: payloadId })).payload).toEqual({ order: 1, items: [1, 2] });
     expectProblem(await call('getSavedPayload', { payload_id: MISSING.payload_id! }), 404, 'not-found');
     expectProblem(await call('getSavedPayload', { payload_id: payloadId }, { key: limitedKey }), 403, 'permission-denied', { resource_id: payloadId });
+  });
+
+  it('API keys', async () => {
+    const created = await call('createApiKey', {}, { json: { name: 'oas key', scopes: ['read:keys', 'write:keys'], expires_at: new Date(Date.now() + 86_400_000).toISOString(), resource_ids: null } });
+    expect(created.status).toBe(201);
+    const keyId = String(bodyOf(created).id);
+    const plain = String(bodyOf(created).api_key);
+    expect(fields(await call('createApiKey', {}, { json: { name: 'x', scopes: ['read:keys'], other: 1 } }))).toEqual(['other']);
+    expect(fields(await call('createApiKey', {}, { json: { name: 'x', scopes: ['nope'] } }))).toEqual(['scopes[0]']);
+    expectProblem(await call('createApiKey', {}, { key: plain, json: { name: 'wider', scopes: ['read:events'] } }), 403, 'insufficient-scope', { required_scope: 'read:events' });
+    expectProblem(await call('createApiKey', {}, { key: limitedKey, json: { name: 'elsewhere', scopes: ['read:keys'], resource_ids: [`dst_${ULID.slice(0, -1)}e`] } }), 403, 'permission-denied');
+
+    const page = await call('listApiKeys', {}, { query: 'limit=1' });
+    expect(typeof bodyOf(page).next_cursor).toBe('string');
+    expect(page.text).not.toContain(plain);
+    expect(fields(await call('listApiKeys', {}, { query: 'limit=x' }))).toEqual(['limit']);
+
+    expect(bodyOf(await call('getApiKey', { key_id: keyId }))).toMatchObject({ id: keyId, status: 'active' });
+    expectProblem(await call('getApiKey', { key_id: MISSING.key_id! }), 404, 'not-found');
+    expectProblem(await call('getApiKey', { key_id: keyId }, { key: limitedKey }), 403, 'permission-denied', { resource_id: keyId });
+
+    expectProblem(await call('revokeApiKey', { key_id: keyId }, { key: limitedKey }), 403, 'permission-denied');
+    expect(bodyOf(await call('revokeApiKey', { key_id: keyId }, { key: plain }))).toMatchObject({ id: keyId, status: 'revoked' });
+    expectProblem(await call('getApiKey', { key_id: keyId }, { key: plain }), 401, 'unauthorized');
+    expectProblem(await call('revokeApiKey', { key_id: MISSING.key_id! }), 404, 'not-found');
   });
 
   let checkpointSize = 0;
@@ -734,6 +786,7 @@ describe('OpenAPI document', () => {
     await call('receiveWebhook', { ingester_id: ingGeneric }, { body: '{"unsigned":2}', headers: { 'content-type': 'application/json' } });
     expectProblem(await call('receiveWebhook', { ingester_id: ingNone }, { body: Buffer.alloc(70_000, 'a') }), 413, 'payload-too-large');
     expectProblem(await call('receiveWebhook', { ingester_id: ingNone }, { body: 'x', headers: { 'content-encoding': 'x-unknown' } }), 415, 'unsupported-media-type');
+    expectProblem(await call('receiveWebhook', { ingester_id: ingNone }, { body: '{}', headers: { 'content-type': 'application/json', 'x-hookline-hops': '99' } }), 422, 'unprocessable-entity');
     expectProblem(await call('receiveWebhook', { ingester_id: ingNone }, { body: 'not gzip at all', headers: { 'content-encoding': 'gzip' } }), 400, 'validation-error');
 
     // logs: the two unsigned webhooks fail verification, a warning each
@@ -807,6 +860,9 @@ describe('OpenAPI document', () => {
     const callTool = (name: string) => ({ json: { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name, arguments: {} } }, headers: { accept: 'application/json, text/event-stream' } });
     expectProblem(await call('mcp', {}, { target: locked.url, key: await svc.newKey([...SCOPES]), ...callTool('create_destination') }), 403, 'write-tool-disabled', { tool_group: 'write:destinations' });
     expectProblem(await call('mcp', {}, { key: noScopeKey, ...callTool('get_planes') }), 403, 'insufficient-scope', { required_scope: 'read:operations' });
+    // what the transport refuses is a problem too: an Accept without both media types, a body that is not JSON-RPC
+    expectProblem(await call('mcp', {}, { json: { jsonrpc: '2.0', id: 3, method: 'tools/list' }, headers: { accept: 'application/json' } }), 406, 'not-acceptable');
+    expectProblem(await call('mcp', {}, { json: { id: 3, method: 'tools/list' }, headers: { accept: 'application/json, text/event-stream' } }), 400, 'validation-error');
 
     expect(bodyOf(await call('getMcpEndpoints')).mcp).toMatchObject({ path: '/v1/mcp', transport: 'streamable-http' });
     expect(bodyOf(await call('getMcpPlanes')).planes).toHaveLength(6);
@@ -874,7 +930,7 @@ describe('OpenAPI document', () => {
 
   it('answers 403 write-tool-disabled for disabled write groups and 429 over the rate limit', async () => {
     for (const o of tenantOperations()) {
-      const params = isWrite(o) ? missingParams(o) : { ...missingParams(o), destination_id: destA, ingester_id: ingGeneric, flow_id: flowId, delivery_id: deadDeliveryId, payload_id: payloadId };
+      const params = isWrite(o) ? missingParams(o) : { ...missingParams(o), destination_id: destA, ingester_id: ingGeneric, flow_id: flowId, delivery_id: deadDeliveryId, payload_id: payloadId, key_id: keyIdOf(svc.apiKey)! };
       // the consistency route needs the size of a checkpoint that exists
       const query = o.operationId === 'getConsistencyProof' ? { query: `from=${checkpointSize}` } : {};
       const options = { target: locked.url, ...query, ...(isWrite(o) ? { json: {} } : {}) };
@@ -888,15 +944,47 @@ describe('OpenAPI document', () => {
     }
   });
 
+  it('answers 429 at a Hook URL over its rate limit, on the fast path and the router', async () => {
+    // the Hook URLs over the same state, limited to one webhook per hour each
+    const { producer, codec } = svc.service.apiServices!.replay;
+    const limiter = new IngestLimiter({ source: new RedisTokenLeases(lockedRedis), prefix: `${svc.config.topicPrefix}hooks-limited.`, perHook: { limit: 1, windowSeconds: 3600 }, perTenant: null, log });
+    const deps: IngestDeps = { topics: svc.service.topics, config: svc.service.store, codec, producer: new BatchingProducer(producer), maxBodyBytes: 65536, maxHops: 3, log, limiter };
+    const router = ingestRouter(deps);
+    const app = createApp({ errorBase: () => errorBase, log, probe: healthProbe({}), build: buildInfo(), services: () => lockedServices, extraRouters: () => router });
+    const server = http.createServer(hookFastPath(() => deps, app, (err, _req, res, requestId) => writeProblem(res, errorBase, err, requestId, log)));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+    const target = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      const json = { body: '{}', headers: { 'content-type': 'application/json' } };
+      expect((await call('receiveWebhook', { ingester_id: ingNone }, { target, ...json })).status).toBe(202);
+      const fast = await call('receiveWebhook', { ingester_id: ingNone }, { target, ...json });
+      // gzip is the router's
+      const routed = await call('receiveWebhook', { ingester_id: ingNone }, { target, body: gzipSync('{}'), headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' } });
+      for (const answer of [fast, routed]) {
+        expectProblem(answer, 429, 'rate-limit-exceeded');
+        expect(answer.headers['retry-after']).toBe(String(bodyOf(answer).retry_after_seconds));
+        expect(answer.headers['ratelimit-policy']).toBe('1;w=3600');
+        expect(answer.headers['ratelimit-remaining']).toBe('0');
+      }
+    } finally {
+      limiter.stop();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+
   it('refuses answers that drift from the document', () => {
     const headers = { 'content-type': 'application/json; charset=utf-8', 'x-request-id': `req_${ULID}` };
-    const destination = { id: `dst_${ULID}`, name: 'n', url: 'http://127.0.0.1:9/x', status: 'active', created_at: '2026-01-02T03:04:05.678Z', updated_at: '2026-01-02T03:04:05.678Z', disabled_reason: null, retry_schedule_ms: null };
+    const destination = { id: `dst_${ULID}`, name: 'n', url: 'http://127.0.0.1:9/x', status: 'active', created_at: '2026-01-02T03:04:05.678Z', updated_at: '2026-01-02T03:04:05.678Z', disabled_reason: null, retry_schedule_ms: null, auth: null };
     const answer = (status: number, body: unknown, h: Record<string, string> = headers): Answer => ({ status, headers: h, text: JSON.stringify(body), body });
     const seenBefore = new Map([...conf.seen].map(([k, v]) => [k, new Set(v)]));
     expect(() => conf.check('getDestination', answer(200, destination))).not.toThrow();
     expect(() => conf.check('getDestination', answer(418, destination))).toThrow(/does not list/);
     expect(() => conf.check('getDestination', answer(200, { ...destination, signing_secret: 'whsec_AAAA' }))).toThrow(/additional properties/);
     expect(() => conf.check('getDestination', answer(200, { ...destination, status: 'paused' }))).toThrow(/allowed values/);
+    // credentials are only ever shown masked
+    expect(() => conf.check('getDestination', answer(200, { ...destination, auth: { type: 'bearer', token: '****abcd' } }))).not.toThrow();
+    expect(() => conf.check('getDestination', answer(200, { ...destination, auth: { type: 'bearer', token: 'tok-in-clear-1234' } }))).toThrow();
     expect(() => conf.check('getDestination', answer(200, destination, { 'content-type': 'application/json' }))).toThrow(/X-Request-Id/);
     expect(() => conf.check('getDestination', answer(200, destination, { ...headers, 'content-type': 'text/html' }))).toThrow(/text\/html/);
     const tooMany = { type: `${errorBase}/errors/rate-limit-exceeded`, title: 'Rate limit exceeded', status: 429, detail: 'd', instance: `req_${ULID}`, retry_after_seconds: 3 };
@@ -909,6 +997,10 @@ describe('OpenAPI document', () => {
     // request bodies the service refuses whatever the state, the document refuses too
     expect(() => conf.checkRequest('createDestination', { name: '', url: 'ftp://x' })).toThrow();
     expect(() => conf.checkRequest('createDestination', { name: 'n', url: 'http://x', retry_schedule_ms: [-1] })).toThrow();
+    expect(() => conf.checkRequest('createDestination', { name: 'n', url: 'http://x', auth: { type: 'basic', username: 'a:b', password: 'long-enough' } })).toThrow();
+    expect(() => conf.checkRequest('createDestination', { name: 'n', url: 'http://x', auth: { type: 'bearer', token: 'short' } })).toThrow();
+    expect(() => conf.checkRequest('createDestination', { name: 'n', url: 'http://x', auth: { type: 'header', name: 'bad name', value: 'long-enough' } })).toThrow();
+    expect(() => conf.checkRequest('createDestination', { name: 'n', url: 'http://x', auth: { type: 'header', name: 'x-key', value: 'long-enough' } })).not.toThrow();
     expect(() => conf.checkRequest('createIngester', { name: 'x', provider: 'nope' })).toThrow();
     expect(() => conf.checkRequest('createIngester', { name: 'x', provider: 'stripe', config: {} })).toThrow();
     expect(() => conf.checkRequest('createIngester', { name: 'x', provider: 'standard-webhooks', config: { signing_secret: 'whsec_not base64' } })).toThrow();

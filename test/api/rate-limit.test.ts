@@ -4,6 +4,7 @@ import express, { type Request } from 'express';
 import { Redis } from 'ioredis';
 import { problemHandler } from '../../api/problem';
 import { DEFAULT_RATE_LIMIT, defaultRouteOf, parseRateLimits, rateLimit, type RateLimits } from '../../api/rate-limit';
+import { AppError } from '../../core/errors';
 import { Logger } from '../../core/log';
 import type { ApiKey } from '../../core/model';
 import { freePort } from '../../infra/process/ports';
@@ -25,7 +26,7 @@ interface Served {
 }
 
 /** Fake authentication from `x-key`, the limiter, two routes and the real problem handler. */
-async function serve(redis: Redis, limits: RateLimits, options: { log?: Logger; prefix?: string } = {}): Promise<Served> {
+async function serve(redis: Redis, limits: RateLimits, options: { log?: Logger; prefix?: string; routes?: string[] } = {}): Promise<Served> {
   const log = options.log ?? new Logger('error');
   const app = express();
   app.use((req, res, next) => {
@@ -33,13 +34,14 @@ async function serve(redis: Redis, limits: RateLimits, options: { log?: Logger; 
     if (id) res.locals.auth = { key: { kind: 'api_key', id, tenant_id: 't1', secret_sha256: '', scopes: [], resource_ids: null, created_at: '', expires_at: null } satisfies ApiKey };
     next();
   });
-  app.use(rateLimit({ redis, prefix: options.prefix ?? `rl${uniqueSuffix()}:`, limits, log }));
+  app.use(rateLimit({ redis, prefix: options.prefix ?? `rl${uniqueSuffix()}:`, limits, log, ...(options.routes ? { routes: options.routes } : {}) }));
   app.get(['/v1/tenants/:tenantId/things', '/v1/tenants/:tenantId/things/:id'], (_req, res) => {
     res.json({ ok: true });
   });
   app.post('/v1/tenants/:tenantId/things', (_req, res) => {
     res.status(201).json({ ok: true });
   });
+  app.use((req, _res, next) => next(new AppError('not-found', `no route ${req.method} ${req.path}`)));
   app.use(problemHandler(ERROR_BASE, log));
   const server = http.createServer(app);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
@@ -145,6 +147,26 @@ describe('rate limits per key and route', () => {
     } finally {
       await Promise.all([a.close(), b.close()]);
       await other.quit();
+    }
+  });
+
+  it('keys by route template: case, doubled and trailing slashes and odd segments share one bucket', async () => {
+    const routes = ['GET /v1/tenants/:tenantId/things', 'GET /v1/tenants/:tenantId/things/:id', 'POST /v1/tenants/:tenantId/things'];
+    const s = await serve(redis, limits('default=4/60s'), { routes });
+    try {
+      const spellings = [`/v1/tenants/t1/things/${ID}`, `/V1/Tenants/T1/THINGS/${ID}`, `//v1/tenants//t1/things//x${uniqueSuffix()}`, `/v1/tenants/t1/things/not-an-id/`];
+      // each drains the one bucket, whether express routes it (200) or not (404)
+      const left = [];
+      for (const path of spellings) left.push(remaining(await s.call('GET', path)));
+      expect(left).toEqual([3, 2, 1, 0]);
+      expect((await s.call('GET', `/v1/tenants/t2/things/random${uniqueSuffix()}`)).status).toBe(429);
+      // the list route is its own bucket, whatever its spelling
+      expect(remaining(await s.call('GET', '/V1//tenants/t1/Things/'))).toBe(3);
+      // paths that match no route drain one shared bucket per key
+      for (let i = 0; i < 4; i++) expect(await s.call('GET', `/nowhere/${uniqueSuffix()}/${i}`)).toMatchObject({ status: 404 });
+      expect((await s.call('GET', `/Else/${uniqueSuffix()}`)).status).toBe(429);
+    } finally {
+      await s.close();
     }
   });
 

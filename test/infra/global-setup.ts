@@ -5,6 +5,7 @@ import { startLocalKafka, type LocalKafka } from '../../infra/kafka/local-kafka'
 import { startLocalRedis, type LocalRedis } from '../../infra/redis/local-redis';
 import { startSchemaRegistry, type SchemaRegistryServer } from '../../infra/registry/server';
 import { createKafka } from '../../platform/kafka/client';
+import { randomKek } from '../support/keyring';
 
 export interface TestInfra {
   kafka?: LocalKafka;
@@ -42,5 +43,7 @@ export default async function globalSetup(): Promise<void> {
     process.env.SCHEMA_REGISTRY_URL = infra.registry.url;
   }
   process.env.HOOKLINE_TEST_DIR = dir;
+  // the key that seals stored secrets: one per run, so the CLI and spawned services a test starts open what its service wrote
+  process.env.SECRETS_KEK ??= randomKek('run');
   process.stderr.write(`\ntest infrastructure up in ${Date.now() - started} ms: kafka ${process.env.KAFKA_BROKERS}, redis ${process.env.REDIS_URL}, registry ${process.env.SCHEMA_REGISTRY_URL}\n`);
 }

@@ -29,6 +29,17 @@ describe('micro-batched ingestion sends', () => {
       requests = 0;
       await Promise.all(Array.from({ length: 120 }, (_, i) => small.send([{ topic, messages: [{ value: `n${i}` }] }])));
       expect(requests).toBe(3);
+      // a record the broker refuses for its size fails alone: the records sent beside it are stored
+      const sizes = new BatchingProducer(producer);
+      const before = (await kafka.admin().fetchTopicOffsets(topic)).reduce((n, o) => n + Number(o.high), 0);
+      const results = await Promise.allSettled([
+        ...Array.from({ length: 20 }, (_, i) => sizes.send([{ topic, messages: [{ key: String(i), value: `s${i}` }] }])),
+        sizes.send([{ topic, messages: [{ key: 'big', value: Buffer.alloc(1_200_000, 0x61) }] }]),
+        ...Array.from({ length: 20 }, (_, i) => sizes.send([{ topic, messages: [{ key: String(i), value: `t${i}` }] }])),
+      ]);
+      expect(results.map((r) => r.status)).toEqual([...Array(20).fill('fulfilled'), 'rejected', ...Array(20).fill('fulfilled')]);
+      const after = (await kafka.admin().fetchTopicOffsets(topic)).reduce((n, o) => n + Number(o.high), 0);
+      expect(after - before).toBe(40);
     } finally {
       await producer.disconnect();
     }

@@ -6,6 +6,7 @@ import { uniqueSuffix } from '../support/ids';
 import { isAlive } from '../support/process';
 import { startReceiver, type Receiver } from '../support/receiver';
 import { callApi, livePidsOfGroup, signalGroup, spawnService, stopService, waitForGroupGone, waitForHealth, type ServiceProcess } from '../support/service-process';
+import { randomKek } from '../support/keyring';
 
 const TOTAL = 5_000;
 const CONCURRENCY = 100;
@@ -47,8 +48,13 @@ describe('SIGKILL of the pipeline with events in flight', () => {
       CLICKHOUSE_DATABASE: `t_${suffix}`,
       KAFKA_REPLICATION_FACTOR: '1',
       KAFKA_PARTITIONS: '3',
+      DESTINATION_ALLOWED_NETWORKS: 'loopback',
       BOOTSTRAP_DEMO_TENANT: 'true',
       LOG_LEVEL: 'warn',
+      SECRETS_KEK: randomKek(),
+      // thousands of webhooks at 100 at a time to one Hook URL: a crash test, not a limit test
+      INGEST_RATE_LIMIT_PER_HOOK: 'off',
+      INGEST_RATE_LIMIT_PER_TENANT: 'off',
     };
     // the embedded engine, all stages, Hook URLs on this port
     for (const name of ['CLICKHOUSE_URL', 'STAGES', 'PUBLIC_BASE_URL', 'ERROR_BASE']) delete env[name];

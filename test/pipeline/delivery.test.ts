@@ -2,6 +2,7 @@ import { Webhook } from 'standardwebhooks';
 import { receiverPool, startReceiver, type Receiver } from '../support/receiver';
 import { eventually, startTestService, type TestService } from '../support/service';
 import { runScript } from '../support/process';
+import { newSigningSecret } from '../../core/signing/standard-webhooks';
 import { attemptsOf, destinationWithIngester, sendEvent, transitionsOf, waitForStates } from '../support/flow';
 
 /** The delivery engine against real Kafka, Redis and chdb, with schedules short enough to watch. */
@@ -192,16 +193,32 @@ describe('SSRF guard in the delivery path', () => {
     await Promise.all([svc?.stop(), r?.close()]);
   });
 
+  it('refuses a loopback destination when it is created', async () => {
+    const res = await svc.api('POST', `/v1/tenants/${svc.tenantId}/destinations`, { name: 'internal now', url: r.url.replace('127.0.0.1', 'localhost') });
+    expect([res.status, res.body.errors?.[0]?.field]).toEqual([422, 'url']);
+  });
+
   it('refuses a loopback destination at connect time and dead-letters the delivery without retries', async () => {
-    const { hookUrl } = await destinationWithIngester(svc, 'internal', r.url.replace('127.0.0.1', 'localhost'), { retry_schedule_ms: [0, 100, 100] });
-    const eventId = await sendEvent(hookUrl);
+    // a destination written when its name still pointed elsewhere (or under a wider allow list)
+    const now = new Date().toISOString();
+    const destinationId = `dst_guard${Date.now()}`;
+    await svc.service.store.put({ kind: 'destination', id: destinationId, tenant_id: svc.tenantId, name: 'internal', url: r.url.replace('127.0.0.1', 'localhost'), status: 'active', signing_secret: newSigningSecret(), disabled_reason: null, retry_schedule_ms: [0, 100, 100], created_at: now, updated_at: now });
+    const ing = await svc.api('POST', `/v1/tenants/${svc.tenantId}/ingesters`, { name: 'internal in', provider: 'none', config: {}, destination_ids: [destinationId] });
+    const eventId = await sendEvent(ing.body.hook_url);
     const rows = await waitForStates(svc, eventId, ['failed', 'dlq_queued']);
-    expect(rows.find((t) => t.state === 'failed')!.reason).toMatch(/loopback/);
+    const reason = rows.find((t) => t.state === 'failed')!.reason;
+    expect(reason).toMatch(/localhost.*loopback/);
+    expect(reason).not.toMatch(/127\.0\.0\.1|::1/);
     const attempts = await eventually('the refused attempt row', async () => {
       const a = await attemptsOf(svc, eventId);
       return a.length > 0 ? a : undefined;
     });
     expect(attempts).toHaveLength(1);
     expect(r.requests).toHaveLength(0);
+    // the attempt's error, readable by the tenant, names the host as written and no address
+    const rs = await svc.clickhouse.query({ query: `SELECT error_message FROM ${svc.config.clickhouseDatabase}.deliveries FINAL WHERE event_id = {id:String}`, query_params: { id: eventId }, format: 'JSONEachRow' });
+    const [row] = await rs.json<{ error_message: string | null }>();
+    expect(row?.error_message).toMatch(/localhost/);
+    expect(row?.error_message).not.toMatch(/127\.0\.0\.1|::1/);
   });
 });

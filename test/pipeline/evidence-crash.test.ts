@@ -14,6 +14,7 @@ import { createKafka, fetchTopicOffsets } from '../../platform/kafka/client';
 import { readLastRecord } from '../../platform/kafka/last-record';
 import { uniqueSuffix } from '../support/ids';
 import { signalGroup, spawnService, stopService, waitForGroupGone, type ServiceProcess } from '../support/service-process';
+import { randomKek } from '../support/keyring';
 
 const { verifyConsistencyProof } = RFC9162;
 
@@ -74,6 +75,7 @@ describe('evidence sequencer crash', () => {
     BOOTSTRAP_DEMO_TENANT: 'false',
     LOG_LEVEL: 'info',
     EVIDENCE_SIGNING_KEY: skey,
+    SECRETS_KEK: randomKek(),
     EVIDENCE_BATCH_SIZE: '400',
     EVIDENCE_BATCH_AGE_MS: '300',
   };

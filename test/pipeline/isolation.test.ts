@@ -179,6 +179,9 @@ describe('destination isolation in delivery', () => {
       DELIVERY_MAX_IN_FLIGHT: String(MAX_IN_FLIGHT),
       // held-back deliveries of a dead destination come back soon after it is deleted
       BREAKER_RESET_MS: '1000',
+      // this is a load test of delivery isolation, not of ingest limits
+      INGEST_RATE_LIMIT_PER_HOOK: 'off',
+      INGEST_RATE_LIMIT_PER_TENANT: 'off',
     });
     healthy = await startReceiver();
     receivers.push(healthy);

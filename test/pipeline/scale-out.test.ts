@@ -39,6 +39,8 @@ describe('stages in separate processes', () => {
       KAFKA_PARTITIONS: '2',
       BOOTSTRAP_DEMO_TENANT: 'false',
       LOG_LEVEL: 'info',
+      // the receiver listens on loopback, which production refuses
+      DESTINATION_ALLOWED_NETWORKS: 'loopback',
     });
     const [ready] = await deliverer.waitForOutput(/^\{[^\n]*"msg":"service ready"[^\n]*\}$/m);
     expect(JSON.parse(ready).stages).toEqual(['deliver', 'retry']);

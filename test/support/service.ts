@@ -8,6 +8,7 @@ import { SCOPES, type Scope } from '../../core/scopes';
 import { ensureTenant, issueApiKey } from '../../platform/config-store/tenants';
 import { startService, type RunningService } from '../../service/service';
 import { uniqueSuffix } from './ids';
+import { randomKek } from './keyring';
 
 export interface TestService {
   service: RunningService;
@@ -40,6 +41,10 @@ export async function startTestService(env: Record<string, string> = {}): Promis
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'error',
     KAFKA_PARTITIONS: '2',
     KAFKA_REPLICATION_FACTOR: '1',
+    // receivers in tests listen on loopback, which production refuses
+    DESTINATION_ALLOWED_NETWORKS: 'loopback',
+    // the run's key (global setup), so a CLI the test spawns opens what the service sealed
+    SECRETS_KEK: process.env.SECRETS_KEK ?? randomKek(),
     ...env,
   });
   const log = new Logger(config.logLevel);

@@ -20,12 +20,12 @@ describe('breaker board', () => {
     a.start(() => undefined);
     b.start(() => undefined);
     try {
-      await a.record('dst_a', 'open', 1_000);
-      await b.record('dst_b', 'half-open', 2_000);
+      await a.record('ten_a', 'dst_a', 'open', 1_000);
+      await b.record('ten_b', 'dst_b', 'half-open', 2_000);
       const entries = await a.entries();
-      expect(entries.map((e) => [e.destination_id, e.state, e.since])).toEqual([['dst_a', 'open', 1_000], ['dst_b', 'half-open', 2_000]]);
+      expect(entries.map((e) => [e.tenant_id, e.destination_id, e.state, e.since])).toEqual([['ten_a', 'dst_a', 'open', 1_000], ['ten_b', 'dst_b', 'half-open', 2_000]]);
       expect(new Set(entries.map((e) => e.instance)).size).toBe(2);
-      await a.record('dst_a', 'closed');
+      await a.record('ten_a', 'dst_a', 'closed');
       expect((await b.entries()).map((e) => e.destination_id)).toEqual(['dst_b']);
     } finally {
       await Promise.all([a.stop(), b.stop()]);
@@ -36,7 +36,7 @@ describe('breaker board', () => {
   it('forgets the breakers of a process that stopped beating', async () => {
     const dead = new BreakerBoard(redis, prefix, { beatMs: 100 });
     const reader = new BreakerBoard(redis, prefix);
-    await dead.record('dst_gone', 'open');
+    await dead.record('ten_a', 'dst_gone', 'open');
     expect((await reader.entries()).map((e) => e.destination_id)).toEqual(['dst_gone']);
     // no heartbeat: the board expires after three missed beats
     await new Promise((r) => setTimeout(r, 500));

@@ -294,6 +294,12 @@ describe('checkProviderConfig', () => {
     expect(checkProviderConfig('standard-webhooks', { signing_secrets: ['whsec_AAAA', 'nope!'] }).map((p) => p.field)).toEqual(['config.signing_secrets[1]']);
   });
 
+  it('refuses a signature or event-type header whose value the Hook URL redacts', () => {
+    expect(checkProviderConfig('generic', { signing_secret: 's', header: 'Authorization' }).map((p) => p.field)).toEqual(['config.header']);
+    expect(checkProviderConfig('none', { event_type_header: 'cookie' }).map((p) => p.field)).toEqual(['config.event_type_header']);
+    expect(checkProviderConfig('none', { event_type_header: 'x-event' })).toEqual([]);
+  });
+
   it('checks the generic settings', () => {
     const problems = checkProviderConfig('generic', { signing_secret: 's', algorithm: 'md5', encoding: 'base32', header: 3, prefix: false });
     expect(problems.map((p) => p.field)).toEqual(['config.algorithm', 'config.encoding', 'config.header', 'config.prefix']);

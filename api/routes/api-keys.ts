@@ -1,0 +1,143 @@
+import express, { type Response, type Router } from 'express';
+import { keyStatus } from '../../core/api-keys';
+import { AppError, notFound } from '../../core/errors';
+import type { ApiKey } from '../../core/model';
+import { DEFAULT_QUOTAS, type Quotas } from '../../core/quotas';
+import { isScope, type Scope } from '../../core/scopes';
+import type { ConfigStore } from '../../platform/config-store/config-store';
+import { issueApiKey, makeRoomForApiKey } from '../../platform/config-store/tenants';
+import type { KeyUsage } from '../../platform/redis/key-usage';
+import { authOf, requireResourceOf, requireScope } from '../auth';
+import { pageOf } from '../paging';
+import { BodyChecker } from '../validation';
+
+/** Longest lifetime a key may be given: far enough for any plan, short of forever. */
+export const MAX_KEY_LIFETIME_DAYS = 3653;
+/** Most resource ids one key may be limited to. */
+export const MAX_KEY_RESOURCES = 100;
+export const RESOURCE_ID_PATTERN = /^[a-z]{3}_[0-9a-hjkmnp-tv-z]{26}$/;
+const CREATE_MEMBERS = ['name', 'scopes', 'expires_at', 'resource_ids'];
+
+/** A key as shown: never its secret, never its hash. */
+export function apiKeyView(k: ApiKey, lastUsedAt: string | null, now = Date.now()) {
+  return {
+    id: k.id,
+    name: k.name ?? null,
+    scopes: k.scopes,
+    resource_ids: k.resource_ids,
+    created_at: k.created_at,
+    expires_at: k.expires_at,
+    revoked_at: k.revoked_at ?? null,
+    last_used_at: lastUsedAt,
+    status: keyStatus(k, now),
+  };
+}
+
+interface KeyInput {
+  name: string;
+  scopes: Scope[];
+  expiresAt: string | null;
+  resourceIds: string[] | null;
+}
+
+/** The body of a create, checked whole (400), then against what the calling key may grant (403). */
+function readCreate(body: unknown, caller: ApiKey, now: number): KeyInput {
+  const check = new BodyChecker(body);
+  check.only(CREATE_MEMBERS);
+  const name = check.string('name', { required: true, max: 200 });
+  const scopes = check.stringArray('scopes');
+  if (scopes === undefined && check.body.scopes === undefined) check.fail('scopes', 'is required');
+  else if (scopes && scopes.length === 0) check.fail('scopes', 'must name at least one scope');
+  for (const [i, s] of (scopes ?? []).entries()) if (!isScope(s)) check.fail(`scopes[${i}]`, `is not a scope`);
+  let expiresAt: string | null = null;
+  const rawExpiry = check.body.expires_at;
+  if (rawExpiry !== undefined && rawExpiry !== null) {
+    const t = typeof rawExpiry === 'string' && /^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:\d\d)$/.test(rawExpiry) ? Date.parse(rawExpiry) : NaN;
+    if (Number.isNaN(t)) check.fail('expires_at', 'must be an RFC 3339 date-time with a time zone');
+    else if (t <= now) check.fail('expires_at', 'must be in the future');
+    else if (t > now + MAX_KEY_LIFETIME_DAYS * 86_400_000) check.fail('expires_at', `must be at most ${MAX_KEY_LIFETIME_DAYS} days from now`);
+    else expiresAt = new Date(t).toISOString();
+  }
+  let resourceIds: string[] | null = null;
+  if (check.body.resource_ids !== undefined && check.body.resource_ids !== null) {
+    const ids = check.stringArray('resource_ids');
+    if (ids && ids.length > MAX_KEY_RESOURCES) check.fail('resource_ids', `must hold at most ${MAX_KEY_RESOURCES} ids`);
+    for (const [i, id] of (ids ?? []).entries()) if (!RESOURCE_ID_PATTERN.test(id)) check.fail(`resource_ids[${i}]`, 'is not a resource id (a typed id such as dst_<ulid>)');
+    if (ids) resourceIds = [...new Set(ids)];
+  }
+  check.done();
+
+  // a key grants at most what it holds: its scopes, its resources, its lifetime
+  const wanted = [...new Set(scopes as Scope[])];
+  const beyond = wanted.find((s) => !caller.scopes.includes(s));
+  if (beyond) throw new AppError('insufficient-scope', `this key cannot grant the scope ${beyond}, which it does not hold`, { required_scope: beyond });
+  if (caller.resource_ids) {
+    if (resourceIds === null) resourceIds = [...caller.resource_ids];
+    for (const id of resourceIds) requireResourceOf(caller, id);
+  }
+  if (caller.expires_at) {
+    if (expiresAt === null) expiresAt = caller.expires_at;
+    else if (Date.parse(expiresAt) > Date.parse(caller.expires_at)) {
+      throw new AppError('validation-error', 'expires_at: must not be later than the expiry of the key making the request', { errors: [{ field: 'expires_at', message: 'must not be later than the expiry of the key making the request' }] });
+    }
+  }
+  return { name: name!.trim(), scopes: wanted, expiresAt, resourceIds };
+}
+
+/**
+ * The tenant's API keys. The plain key is in the create answer only; revocation keeps the key
+ * listed with `revoked_at`, and every process refuses it as soon as it reads the config topic.
+ */
+export function apiKeysRouter(store: ConfigStore, usage: KeyUsage | undefined, quotas: Quotas = DEFAULT_QUOTAS): Router {
+  const router = express.Router({ mergeParams: true });
+  const lastUsedOf = async (tenantId: string, ids: string[]) => (usage ? await usage.lastUsed(tenantId, ids) : new Map<string, string | null>());
+  /** The key, if the caller may see it: its tenant's, within its resources, or itself. */
+  const find = (res: Response, id: string): ApiKey => {
+    const caller = authOf(res);
+    const k = store.get('api_key', caller.tenant_id, id);
+    if (!k) throw notFound(`API key ${id}`);
+    if (k.id !== caller.id) requireResourceOf(caller, k.id);
+    return k;
+  };
+  const viewOne = async (k: ApiKey) => apiKeyView(k, (await lastUsedOf(k.tenant_id, [k.id])).get(k.id) ?? null);
+
+  router.get('/', requireScope('read:keys'), async (req, res) => {
+    const caller = authOf(res);
+    const all = store.list('api_key', caller.tenant_id).filter((k) => !caller.resource_ids || k.id === caller.id || caller.resource_ids.includes(k.id));
+    const { page, next_cursor } = pageOf(all, req.query);
+    const used = await lastUsedOf(caller.tenant_id, page.map((k) => k.id));
+    const now = Date.now();
+    res.json({ api_keys: page.map((k) => apiKeyView(k, used.get(k.id) ?? null, now)), next_cursor });
+  });
+
+  router.post('/', requireScope('write:keys'), async (req, res) => {
+    const caller = authOf(res);
+    const input = readCreate(req.body, caller, Date.now());
+    await makeRoomForApiKey(store, caller.tenant_id, quotas.api_keys);
+    const issued = await issueApiKey(store, caller.tenant_id, input.scopes, { name: input.name, expiresAt: input.expiresAt, resourceIds: input.resourceIds });
+    const stored = store.get('api_key', caller.tenant_id, issued.key_id);
+    if (!stored) throw new Error(`the key ${issued.key_id} was written but is not in the store`);
+    res.status(201).location(`${req.baseUrl}/${issued.key_id}`).json({ ...apiKeyView(stored, null), api_key: issued.api_key });
+  });
+
+  router.get('/:keyId', requireScope('read:keys'), async (req, res) => {
+    res.json(await viewOne(find(res, String(req.params.keyId))));
+  });
+
+  // revoking again changes nothing and answers the key as it is
+  router.post('/:keyId/revoke', requireScope('write:keys'), async (req, res) => {
+    // no body, or an empty object: a member here would be one the API does not know
+    if (req.body !== undefined) {
+      const check = new BodyChecker(req.body);
+      check.only([]);
+      check.done();
+    }
+    const k = find(res, String(req.params.keyId));
+    if (k.revoked_at) return void res.json(await viewOne(k));
+    const revoked: ApiKey = { ...k, revoked_at: new Date().toISOString() };
+    if (!(await store.update(revoked))) throw notFound(`API key ${k.id}`);
+    res.json(await viewOne(store.get('api_key', k.tenant_id, k.id) ?? revoked));
+  });
+
+  return router;
+}

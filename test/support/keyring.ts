@@ -1,0 +1,11 @@
+import { randomBytes } from 'node:crypto';
+import { parseKeyring, type Keyring } from '../../core/secrets/keyring';
+
+/** A new key-encryption key as SECRETS_KEK takes it: `id:base64`, with a random id. */
+export function randomKek(id = `test-${randomBytes(3).toString('hex')}`): string {
+  return `${id}:${randomBytes(32).toString('base64')}`;
+}
+
+export function randomKeyring(): Keyring {
+  return parseKeyring(randomKek(), 'test');
+}
