@@ -13,7 +13,7 @@ import path from 'node:path';
 import type { Admin, Kafka, Producer } from 'kafkajs';
 import { loadConfig } from '../core/config';
 import { newId } from '../core/ids';
-import { topicNames } from '../core/topics';
+import { groupIdOf, groupPrefixOf, topicNames } from '../core/topics';
 import { startLocalKafka, type LocalKafka } from '../infra/kafka/local-kafka';
 import { startLocalRedis, type LocalRedis } from '../infra/redis/local-redis';
 import { startSchemaRegistry, type SchemaRegistryServer } from '../infra/registry/server';
@@ -376,7 +376,7 @@ async function scenarioEndToEnd(ctx: Ctx): Promise<void> {
   try {
     const flows = await createFlows(svc, ctx.rec.hookUrl, S.flows, PARTITIONS);
     const paths = flows.map((f) => f.hookPath);
-    const groupPrefix = `${svc.prefix}hookline.`;
+    const groupPrefix = groupPrefixOf(svc.prefix);
     const hookPool = pool(svc.url, S.concurrency);
     try {
       // warm-up: every group joined, one event through
@@ -657,7 +657,7 @@ async function scenarioSink(ctx: Ctx): Promise<void> {
     }
     // committed offsets of the sink's group, sampled from before the service starts: a commit
     // follows each insert, so the rate is taken from the first commit to the last
-    const groupId = `${prefix}hookline.sink`;
+    const groupId = groupIdOf(groupPrefixOf(prefix), 'sink');
     const samples: { at: number; committed: number }[] = [];
     let sampling = true;
     let cpuFirst: ReturnType<typeof cpuSnapshot> | undefined;

@@ -49,3 +49,58 @@ export function topicNames(prefix: string, tiersMs: number[] = DEFAULT_RETRY_TIE
     retryTiers: [...tiersMs].sort((a, b) => a - b).map((delayMs) => ({ delayMs, topic: t(`deliveries.retry.${tierLabel(delayMs)}`) })),
   };
 }
+
+/** The consumer groups of the pipeline, each `<groupPrefix><name>`. */
+export const CONSUMER_NAMES = ['validate', 'filter', 'route', 'deliver', 'retry', 'evidence-intake', 'evidence-sequencer', 'sink'] as const;
+export type ConsumerName = (typeof CONSUMER_NAMES)[number];
+
+/** One consumer group: what it reads, what it may write, and the process stage (`STAGES`) that runs it. */
+export interface ConsumerSpec {
+  name: ConsumerName;
+  stage: 'validate' | 'filter' | 'route' | 'deliver' | 'retry' | 'evidence' | 'sink';
+  reads: string[];
+  /** Topics its outputs may go to; the runner refuses any other (the sink writes ClickHouse, not Kafka). */
+  writes: string[];
+}
+
+/**
+ * Who reads which topic and writes which: the one table the runners, the live checks, the
+ * benchmarks and the docs' test read. Log lines go to `logs` from every process through the
+ * logger, not as stage outputs, so no consumer lists it under `writes`.
+ */
+export function consumers(topics: Topics): ConsumerSpec[] {
+  const tiers = topics.retryTiers.map((t) => t.topic);
+  return [
+    { name: 'validate', stage: 'validate', reads: [topics.received], writes: [topics.validated, topics.transitions, topics.eventsDlq] },
+    { name: 'filter', stage: 'filter', reads: [topics.validated], writes: [topics.filtered, topics.transitions, topics.eventsDlq] },
+    { name: 'route', stage: 'route', reads: [topics.filtered], writes: [topics.deliveryRequested, topics.eventsDlq] },
+    { name: 'deliver', stage: 'deliver', reads: [topics.deliveryRequested], writes: [topics.deliveryCompleted, topics.transitions, topics.deliveryDlq, ...tiers, topics.eventsDlq] },
+    { name: 'retry', stage: 'retry', reads: tiers, writes: [topics.deliveryRequested, ...tiers] },
+    { name: 'evidence-intake', stage: 'evidence', reads: [topics.deliveryCompleted], writes: [topics.evidencePending, topics.eventsDlq] },
+    { name: 'evidence-sequencer', stage: 'evidence', reads: [topics.evidencePending], writes: [topics.evidenceLeaves] },
+    { name: 'sink', stage: 'sink', reads: [topics.received, topics.transitions, topics.deliveryCompleted, topics.logs, topics.evidenceLeaves], writes: [] },
+  ];
+}
+
+export function consumerSpec(topics: Topics, name: ConsumerName): ConsumerSpec {
+  const spec = consumers(topics).find((c) => c.name === name);
+  if (!spec) throw new Error(`no consumer ${name}`);
+  return spec;
+}
+
+/** The prefix of every consumer group of a deployment with this TOPIC_PREFIX. */
+export function groupPrefixOf(topicPrefix: string): string {
+  return `${topicPrefix}hookline.`;
+}
+
+/** The consumer group id of a consumer under a deployment's group prefix. */
+export function groupIdOf(groupPrefix: string, name: string): string {
+  return `${groupPrefix}${name}`;
+}
+
+/** A record stage's name, input and declared outputs, as the consumer table has them. */
+export function stageIo<N extends string>(topics: Topics, name: ConsumerName, record: N): { name: ConsumerName; input: { topic: string; record: N }; writes: string[] } {
+  const spec = consumerSpec(topics, name);
+  if (spec.reads.length !== 1) throw new Error(`consumer ${name} reads ${spec.reads.length} topics, not one`);
+  return { name, input: { topic: spec.reads[0]!, record }, writes: spec.writes };
+}

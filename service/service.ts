@@ -11,7 +11,7 @@ import type { Config, StageName } from '../core/config';
 import { Logger, errorMessage } from '../core/log';
 import { newId } from '../core/ids';
 import { SCOPES } from '../core/scopes';
-import { topicNames, type Topics } from '../core/topics';
+import { groupPrefixOf, topicNames, type Topics } from '../core/topics';
 import { startLocalInfrastructure, writeRunFile, removeRunFile, type LocalInfrastructure } from '../infra/local';
 import { startSchemaRegistry, type SchemaRegistryServer } from '../infra/registry/server';
 import { AvroCodec } from '../platform/avro/codec';
@@ -222,7 +222,7 @@ export async function startService(config: Config, log = new Logger(config.logLe
     });
     cleanups.push(async () => breakers.shutdown());
     const outputs = new BatchingProducer(producer, { maxBatch: 1_000, maxInFlight: 3 });
-    const runnerDeps: RunnerDeps = { kafka, producer, outputs, codec, log, groupPrefix: `${config.topicPrefix}hookline.`, deadLetterTopic: topics.eventsDlq };
+    const runnerDeps: RunnerDeps = { kafka, producer, outputs, codec, log, groupPrefix: groupPrefixOf(config.topicPrefix), deadLetterTopic: topics.eventsDlq };
     const running: RunningStage[] = [];
     // stages stop before the producer and the store they write through
     cleanups.push(() => Promise.all(running.map((s) => s.stop())));

@@ -8,7 +8,7 @@ import { withTimeout } from '../../core/timeout';
 import { verifyConsistency } from '../../core/merkle';
 import { CAPABILITIES, PLANES, RUNTIME_PROOFS, TRUST_PROOFS, type PlaneName, type ProofId, type ProofSpec, type ProofStatus } from '../../core/proof-catalogue';
 import { openNote, parseCheckpoint, parseVerifierKey, type NoteSigner } from '../../core/signed-note';
-import type { Topics } from '../../core/topics';
+import { consumers, consumerSpec, groupIdOf, type Topics } from '../../core/topics';
 import type { ConfigStore } from '../../platform/config-store/config-store';
 import type { EvidenceStore } from '../../platform/evidence/store';
 import { consumerLag, type TopicLag } from '../../platform/kafka/lag';
@@ -93,15 +93,8 @@ export function worst(statuses: ProofStatus[]): ProofStatus {
   return 'pass';
 }
 
-const STAGE_INPUTS = (t: Topics): [string, string[]][] => [
-  ['validate', [t.received]],
-  ['filter', [t.validated]],
-  ['route', [t.filtered]],
-  ['deliver', [t.deliveryRequested]],
-  ['evidence-intake', [t.deliveryCompleted]],
-  ['evidence-sequencer', [t.evidencePending]],
-];
-const SINK_INPUTS = (t: Topics) => [t.received, t.transitions, t.deliveryCompleted, t.logs, t.evidenceLeaves];
+/** The consumers whose lag the stage check reads: all but the sink and the delay tiers, which have checks of their own. */
+const STAGE_INPUTS = (t: Topics): [string, string[]][] => consumers(t).filter((c) => c.name !== 'sink' && c.name !== 'retry').map((c) => [c.name, c.reads]);
 const TABLES = ['events', 'event_transitions', 'deliveries', 'logs', 'evidence_leaves', 'evidence_nodes', 'evidence_checkpoints'];
 /** Longest a retry-tier sample is kept, and the fewest seconds between two samples. */
 const SAMPLE_SPACING_MS = 5_000;
@@ -284,8 +277,8 @@ export class Operations {
   private async stageLag() {
     const { lagThreshold } = this.deps.thresholds;
     const inputs = STAGE_INPUTS(this.deps.topics);
-    const groups = inputs.map(([stage]) => `${this.deps.groupPrefix}${stage}`);
-    const [lags, members] = await Promise.all([Promise.all(inputs.map(([stage, topics]) => consumerLag(this.deps.admin, `${this.deps.groupPrefix}${stage}`, topics))), this.groupMembers(groups)]);
+    const groups = inputs.map(([stage]) => groupIdOf(this.deps.groupPrefix, stage));
+    const [lags, members] = await Promise.all([Promise.all(inputs.map(([, topics], i) => consumerLag(this.deps.admin, groups[i]!, topics))), this.groupMembers(groups)]);
     const stages: Record<string, { lag: number; members: number; threshold: number; status: ProofStatus }> = {};
     inputs.forEach(([stage], i) => {
       const lag = sum(lags[i]!);
@@ -313,8 +306,8 @@ export class Operations {
 
   private async sinkLag() {
     const { lagThreshold } = this.deps.thresholds;
-    const group = `${this.deps.groupPrefix}sink`;
-    const [lags, members] = await Promise.all([consumerLag(this.deps.admin, group, SINK_INPUTS(this.deps.topics)), this.groupMembers([group])]);
+    const group = groupIdOf(this.deps.groupPrefix, 'sink');
+    const [lags, members] = await Promise.all([consumerLag(this.deps.admin, group, consumerSpec(this.deps.topics, 'sink').reads), this.groupMembers([group])]);
     const lag = sum(lags);
     const live = members.get(group) ?? 0;
     return {
@@ -383,7 +376,7 @@ export class Operations {
   private async retryDraining() {
     const { admin, topics, groupPrefix, thresholds } = this.deps;
     const tiers = topics.retryTiers;
-    const lags = await consumerLag(admin, `${groupPrefix}retry`, tiers.map((t) => t.topic));
+    const lags = await consumerLag(admin, groupIdOf(groupPrefix, 'retry'), consumerSpec(topics, 'retry').reads);
     const now = Date.now();
     const ends = new Map(lags.map((l) => [l.topic, l.partitions.map((p) => p.end)]));
     const last = this.tierSamples[this.tierSamples.length - 1];

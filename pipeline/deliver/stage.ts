@@ -1,7 +1,7 @@
 import { HOPS_HEADER } from '../../core/hops';
 import { createHash } from 'node:crypto';
 import type { Destination } from '../../core/model';
-import type { Topics } from '../../core/topics';
+import { stageIo, type Topics } from '../../core/topics';
 import { signStandardWebhook } from '../../core/signing/standard-webhooks';
 import { errorMessage, type Logger } from '../../core/log';
 import type { DeliveryOutcome, DeliveryTask } from '../../platform/avro/records';
@@ -117,8 +117,7 @@ export function deliverStage(deps: DeliverDeps): RecordStage<'DeliveryTask'> {
 
   return {
     kind: 'record',
-    name: 'deliver',
-    input: { topic: topics.deliveryRequested, record: 'DeliveryTask' },
+    ...stageIo(topics, 'deliver', 'DeliveryTask'),
     async handle(task: DeliveryTask, { log }): Promise<AnyOutput[]> {
       const fields = { tenant_id: task.tenant_id, event_id: task.event_id, delivery_id: task.delivery_id, destination_id: task.destination_id, correlation_id: task.correlation_id, attempt: task.attempt };
       // a task that came back early waits in the delay topics, not here

@@ -1,4 +1,4 @@
-import type { Topics } from '../../core/topics';
+import { stageIo, type Topics } from '../../core/topics';
 import type { DeliveryOutcome } from '../../platform/avro/records';
 import type { AnyOutput, RecordStage } from '../runner/stage';
 
@@ -10,8 +10,7 @@ import type { AnyOutput, RecordStage } from '../runner/stage';
 export function evidenceIntakeStage(topics: Topics): RecordStage<'DeliveryOutcome'> {
   return {
     kind: 'record',
-    name: 'evidence-intake',
-    input: { topic: topics.deliveryCompleted, record: 'DeliveryOutcome' },
+    ...stageIo(topics, 'evidence-intake', 'DeliveryOutcome'),
     async handle(o: DeliveryOutcome, { position }): Promise<AnyOutput[]> {
       return [
         {

@@ -3,7 +3,7 @@ import { leafBytes, leafTime } from '../../core/evidence-leaf';
 import { errorMessage } from '../../core/log';
 import { CompactRange, leafHash } from '../../core/merkle';
 import { formatCheckpoint, type NoteSigner } from '../../core/signed-note';
-import type { Topics } from '../../core/topics';
+import { groupIdOf, stageIo, type Topics } from '../../core/topics';
 import type { EvidenceBatch, EvidenceLeaf, SealedLeaf } from '../../platform/avro/records';
 import { readLastRecord } from '../../platform/kafka/last-record';
 import { produceOutputs, type RunnerDeps, type RunningStage } from '../runner/run-stage';
@@ -58,7 +58,8 @@ function stateOf(batch: EvidenceBatch): SequencerState {
  */
 export async function runEvidenceSequencer(topics: Topics, deps: RunnerDeps, options: SequencerOptions): Promise<RunningSequencer> {
   const log = deps.log.child({ stage: 'evidence' });
-  const topic = topics.evidencePending;
+  const io = stageIo(topics, 'evidence-sequencer', 'EvidenceLeaf');
+  const topic = io.input.topic;
   let stopped = false;
   let state = emptyState();
   let needsRecovery = true;
@@ -72,7 +73,7 @@ export async function runEvidenceSequencer(topics: Topics, deps: RunnerDeps, opt
     return next;
   };
 
-  const consumer: Consumer = await stageConsumer(deps.kafka, `${deps.groupPrefix}evidence-sequencer`, [topic], () => stopped, { maxBytes: 8 * 1024 * 1024 });
+  const consumer: Consumer = await stageConsumer(deps.kafka, groupIdOf(deps.groupPrefix, io.name), [topic], () => stopped, { maxBytes: 8 * 1024 * 1024 });
   // a new assignment may follow another process's appends: start again from the log's tail
   consumer.on(consumer.events.GROUP_JOIN, () => {
     needsRecovery = true;

@@ -1,6 +1,6 @@
 import type { Ingester } from '../../core/model';
 import { DEFAULT_FILTER_LIMITS, parseFilters, type FilterLimits } from '../../core/filters';
-import type { Topics } from '../../core/topics';
+import { stageIo, type Topics } from '../../core/topics';
 import type { WebhookEvent } from '../../platform/avro/records';
 import { deadLetter } from '../dead-letter';
 import type { AnyOutput, RecordStage, StageContext } from '../runner/stage';
@@ -34,8 +34,7 @@ export function filterStage(topics: Topics, config: IngesterLookup, limits: Filt
   ];
   return {
     kind: 'record',
-    name: 'filter',
-    input: { topic: topics.validated, record: 'WebhookEvent' },
+    ...stageIo(topics, 'filter', 'WebhookEvent'),
     async handle(event: WebhookEvent, ctx): Promise<AnyOutput[]> {
       const { log } = ctx;
       const fields = { tenant_id: event.tenant_id, event_id: event.event_id, ingester_id: event.ingester_id, correlation_id: event.correlation_id, event_type: event.event_type };

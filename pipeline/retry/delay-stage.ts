@@ -1,6 +1,6 @@
 import type { Consumer, EachBatchPayload } from 'kafkajs';
 import { errorMessage } from '../../core/log';
-import type { Topics } from '../../core/topics';
+import { consumerSpec, groupIdOf, type Topics } from '../../core/topics';
 import type { DeliveryTask } from '../../platform/avro/records';
 import { delayTopicFor } from '../deliver/delay';
 import { produceOutputs, type RunnerDeps, type RunningStage } from '../runner/run-stage';
@@ -25,7 +25,7 @@ export async function runDelayTiers(topics: Topics, deps: RunnerDeps, now: () =>
   let stopped = false;
   const delayOf = new Map(topics.retryTiers.map((t) => [t.topic, t.delayMs]));
   const timers = new Set<NodeJS.Timeout>();
-  const consumer: Consumer = await stageConsumer(deps.kafka, `${deps.groupPrefix}retry`, [...delayOf.keys()], () => stopped, { maxWaitTimeInMs: 100 });
+  const consumer: Consumer = await stageConsumer(deps.kafka, groupIdOf(deps.groupPrefix, 'retry'), consumerSpec(topics, 'retry').reads, () => stopped, { maxWaitTimeInMs: 100 });
 
   const onBatch = async ({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload) => {
     const delay = delayOf.get(batch.topic) ?? 0;

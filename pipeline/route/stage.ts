@@ -1,6 +1,6 @@
 import { derivedId } from '../../core/ids';
 import type { DeliveryFlow, Destination } from '../../core/model';
-import type { Topics } from '../../core/topics';
+import { stageIo, type Topics } from '../../core/topics';
 import type { DeliveryTask, WebhookEvent } from '../../platform/avro/records';
 import type { AnyOutput, RecordStage } from '../runner/stage';
 
@@ -14,8 +14,7 @@ export interface FlowLookup {
 export function routeStage(topics: Topics, config: FlowLookup, maxFanout: number): RecordStage<'WebhookEvent'> {
   return {
     kind: 'record',
-    name: 'route',
-    input: { topic: topics.filtered, record: 'WebhookEvent' },
+    ...stageIo(topics, 'route', 'WebhookEvent'),
     async handle(event: WebhookEvent, { log }): Promise<AnyOutput[]> {
       const destinations = new Set<string>();
       for (const flow of config.list('flow', event.tenant_id)) {

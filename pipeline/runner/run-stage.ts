@@ -5,8 +5,9 @@ import { stageConsumer } from './stage-consumer';
 import { errorMessage, type Logger } from '../../core/log';
 import { UndecodableRecordError, type AvroCodec } from '../../platform/avro/codec';
 import type { RecordName, RecordTypes } from '../../platform/avro/records';
-import type { AnyOutput, RecordStage, Stage, StageContext } from './stage';
-import { deadLetter } from '../dead-letter';
+import { checkWrites, type AnyOutput, type RecordStage, type Stage, type StageContext } from './stage';
+import { groupIdOf } from '../../core/topics';
+import { poisonLetter } from '../dead-letter';
 
 export interface RunnerDeps {
   kafka: Kafka;
@@ -87,7 +88,7 @@ export async function produceOutputs(producer: Producer, codec: AvroCodec, outpu
 export async function runStage(stage: Stage, deps: RunnerDeps): Promise<RunningStage> {
   const log = deps.log.child({ stage: stage.name });
   let stopped = false;
-  const consumer: Consumer = await stageConsumer(deps.kafka, `${deps.groupPrefix}${stage.name}`, [stage.input.topic], () => stopped);
+  const consumer: Consumer = await stageConsumer(deps.kafka, groupIdOf(deps.groupPrefix, stage.name), [stage.input.topic], () => stopped);
   // partitions and stages finishing at once share produce requests, and commits gather for 100 ms
   const producer = deps.outputs;
   const commits = new OffsetCommits(consumer, log);
@@ -96,12 +97,7 @@ export async function runStage(stage: Stage, deps: RunnerDeps): Promise<RunningS
   /** The dead letter of a record the stage cannot handle; without a dead-letter topic, the error fails the batch. */
   const poison = async (ctx: StageContext, value: unknown, reason: string, err: unknown) => {
     if (!deps.deadLetterTopic) throw err;
-    const subject = (value ?? {}) as { tenant_id?: unknown; event_id?: unknown };
-    const keyText = ctx.source.key?.toString() ?? '';
-    const tenantId = typeof subject.tenant_id === 'string' ? subject.tenant_id : keyText.split('/')[0] ?? '';
-    const eventId = typeof subject.event_id === 'string' ? subject.event_id : null;
-    log.error('record set aside as a dead letter', { topic: ctx.source.topic, partition: ctx.position.partition, offset: ctx.position.offset, tenant_id: tenantId, ...(eventId ? { event_id: eventId } : {}), reason });
-    const letter = deadLetter(deps.deadLetterTopic, stage.name, ctx, { tenant_id: tenantId, event_id: eventId }, reason);
+    const letter = poisonLetter(deps.deadLetterTopic, stage.name, log, ctx, value, reason);
     return [{ topic: letter.topic, key: letter.key, value: await deps.codec.encode(letter.topic, letter.record, letter.value) }];
   };
 
@@ -126,6 +122,7 @@ export async function runStage(stage: Stage, deps: RunnerDeps): Promise<RunningS
       for (let attempt = 1; ; attempt++) {
         try {
           const outputs = await recordStage.handle(value as never, ctx);
+          checkWrites(recordStage, outputs);
           return await Promise.all(outputs.map(async (o) => ({ topic: o.topic, key: o.key, value: await deps.codec.encode(o.topic, o.record, o.value as never) })));
         } catch (err) {
           if (attempt >= HANDLER_ATTEMPTS) return poison(ctx, value, `stage ${stage.name} failed on this record ${attempt} times: ${errorMessage(err)}`, err);

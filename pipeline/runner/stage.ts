@@ -27,9 +27,22 @@ export interface RecordStage<N extends RecordName = RecordName> {
   kind: 'record';
   name: string;
   input: { topic: string; record: N };
+  /**
+   * Topics its outputs may go to (from the consumer table in core/topics.ts): the runner treats
+   * an output elsewhere as the handler's failure. Unset, any topic is allowed.
+   */
+  writes?: readonly string[];
   /** How many records of one batch are handled at once; outputs keep input order. */
   concurrency?: number;
   handle(value: RecordTypes[N], ctx: StageContext): Promise<AnyOutput[]>;
+}
+
+/** Throws when an output goes to a topic the stage does not declare it writes. */
+export function checkWrites(stage: { name: string; writes?: readonly string[] }, outputs: readonly AnyOutput[]): void {
+  if (!stage.writes) return;
+  for (const o of outputs) {
+    if (!stage.writes.includes(o.topic)) throw new Error(`stage ${stage.name} wrote to ${o.topic}, which it does not declare`);
+  }
 }
 
 export type Stage = RecordStage<'WebhookEvent'> | RecordStage<'DeliveryTask'> | RecordStage<'DeliveryOutcome'>;

@@ -2,9 +2,12 @@ import type { Consumer, EachBatchPayload } from 'kafkajs';
 import { stageConsumer } from './stage-consumer';
 import { OffsetCommits } from './offset-commits';
 import { errorMessage } from '../../core/log';
-import type { RecordTypes } from '../../platform/avro/records';
-import { encodeOutputs, type RunnerDeps, type RunningStage } from './run-stage';
-import type { AnyOutput, RecordStage, StageContext } from './stage';
+import { groupIdOf } from '../../core/topics';
+import { UndecodableRecordError } from '../../platform/avro/codec';
+import type { RecordName, RecordTypes } from '../../platform/avro/records';
+import { poisonLetter } from '../dead-letter';
+import { encodeOutputs, HANDLER_ATTEMPTS, type RunnerDeps, type RunningStage } from './run-stage';
+import { checkWrites, type AnyOutput, type RecordStage, type StageContext } from './stage';
 
 interface Slot {
   offset: bigint;
@@ -39,9 +42,12 @@ export interface WindowOptions {
  * destination) without holding up the records behind it: records are started as they are
  * fetched, and a partition's offset is committed up to the first record not finished yet.
  * Outputs are acknowledged before their record counts as finished, so a crash replays only
- * unfinished records (at-least-once). A handler failure is retried until it succeeds.
+ * unfinished records (at-least-once). A handler that throws (or whose outputs cannot be encoded)
+ * HANDLER_ATTEMPTS times, and a record that cannot be decoded, become a dead letter on
+ * `deps.deadLetterTopic`; producing is retried until Kafka takes the outputs, without running the
+ * handler again (a delivery is not sent twice because Kafka was away).
  */
-export async function runWindowedStage<N extends 'DeliveryTask'>(stage: RecordStage<N>, deps: RunnerDeps, options: WindowOptions): Promise<RunningStage> {
+export async function runWindowedStage<N extends RecordName>(stage: RecordStage<N>, deps: RunnerDeps, options: WindowOptions): Promise<RunningStage> {
   const log = deps.log.child({ stage: stage.name });
   let stopped = false;
   const windows = new Map<string, PartitionWindow>();
@@ -49,7 +55,7 @@ export async function runWindowedStage<N extends 'DeliveryTask'>(stage: RecordSt
   const idleWaiters: (() => void)[] = [];
   const keyQueues = new Map<string, { running: number; waiting: (() => void)[] }>();
 
-  const consumer: Consumer = await stageConsumer(deps.kafka, `${deps.groupPrefix}${stage.name}`, [stage.input.topic], () => stopped);
+  const consumer: Consumer = await stageConsumer(deps.kafka, groupIdOf(deps.groupPrefix, stage.name), [stage.input.topic], () => stopped);
   // records finish one by one; their outputs share Kafka requests (group commit)
   const outputs = deps.outputs;
 
@@ -69,28 +75,54 @@ export async function runWindowedStage<N extends 'DeliveryTask'>(stage: RecordSt
     else if (q.running === 0) keyQueues.delete(key);
   };
 
-  const handleUntilDone = async (value: RecordTypes[N], position: StageContext['position'], source: StageContext['source']): Promise<void> => {
+  const backoff = (attempt: number) => new Promise((r) => setTimeout(r, Math.min(30_000, 200 * 2 ** Math.min(attempt, 8))));
+
+  /** The handler's outputs, encoded; after HANDLER_ATTEMPTS failures, the record's dead letter. */
+  const decide = async (value: RecordTypes[N] | undefined, ctx: StageContext, undecodable?: string): Promise<Awaited<ReturnType<typeof encodeOutputs>>> => {
+    for (let attempt = 1; ; attempt++) {
+      let reason = undecodable;
+      if (reason === undefined) {
+        try {
+          const produced: AnyOutput[] = await stage.handle(value!, ctx);
+          checkWrites(stage, produced);
+          return await encodeOutputs(deps.codec, produced);
+        } catch (err) {
+          if (stopped) throw err;
+          if (!deps.deadLetterTopic || attempt < HANDLER_ATTEMPTS) {
+            log.error('handling failed; trying again', { attempt, error: errorMessage(err) });
+            await backoff(attempt);
+            continue;
+          }
+          reason = `stage ${stage.name} failed on this record ${attempt} times: ${errorMessage(err)}`;
+        }
+      }
+      return encodeOutputs(deps.codec, [poisonLetter(deps.deadLetterTopic!, stage.name, log, ctx, value, reason)]);
+    }
+  };
+
+  const handleUntilDone = async (value: RecordTypes[N] | undefined, position: StageContext['position'], source: StageContext['source'], undecodable?: string): Promise<void> => {
+    const batch = await decide(value, { log, position, source }, undecodable);
+    if (batch.length === 0) return;
     for (let attempt = 1; ; attempt++) {
       try {
-        const produced: AnyOutput[] = await stage.handle(value, { log, position, source });
-        if (produced.length > 0) await outputs.send(await encodeOutputs(deps.codec, produced));
+        await outputs.send(batch);
         return;
       } catch (err) {
         if (stopped) throw err;
-        log.error('handling failed; trying again', { attempt, error: errorMessage(err) });
-        await new Promise((r) => setTimeout(r, Math.min(30_000, 200 * 2 ** Math.min(attempt, 8))));
+        log.error('outputs not acknowledged; producing again', { attempt, error: errorMessage(err) });
+        await backoff(attempt);
       }
     }
   };
 
-  const start = (source: StageContext['source'], partition: number, slot: Slot, value: RecordTypes[N]) => {
+  const start = (source: StageContext['source'], partition: number, slot: Slot, value: RecordTypes[N] | undefined, undecodable?: string) => {
     const { topic } = source;
     inFlight++;
-    const key = options.keyOf ? options.keyOf(value as never) : '';
+    const key = value !== undefined && options.keyOf ? options.keyOf(value as never) : '';
     void (async () => {
       await acquire(key, options.perKey ?? Number.MAX_SAFE_INTEGER);
       try {
-        await handleUntilDone(value, { partition, offset: slot.offset.toString() }, source);
+        await handleUntilDone(value, { partition, offset: slot.offset.toString() }, source, undecodable);
         slot.done = true;
         const w = windows.get(`${topic}:${partition}`);
         const next = w?.advance();
@@ -124,8 +156,18 @@ export async function runWindowedStage<N extends 'DeliveryTask'>(stage: RecordSt
       if (message.value === null) {
         slot.done = true;
       } else {
-        const value = (await deps.codec.decode(stage.input.record, message.value)) as RecordTypes[N];
-        start({ topic: batch.topic, key: message.key, value: message.value }, batch.partition, slot, value);
+        const source = { topic: batch.topic, key: message.key, value: message.value };
+        let value: RecordTypes[N] | undefined;
+        try {
+          value = (await deps.codec.decode(stage.input.record, message.value)) as RecordTypes[N];
+        } catch (err) {
+          // a registry or broker that does not answer fails the batch; bytes that never decode are set aside
+          if (!(err instanceof UndecodableRecordError) || !deps.deadLetterTopic) throw err;
+          start(source, batch.partition, slot, undefined, `the record cannot be decoded as ${stage.input.record}: ${errorMessage(err)}`);
+          resolveOffset(message.offset);
+          continue;
+        }
+        start(source, batch.partition, slot, value);
       }
       // the fetch position moves on; the commit waits for the window
       resolveOffset(message.offset);

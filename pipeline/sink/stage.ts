@@ -1,7 +1,7 @@
 import type { Consumer, EachBatchPayload } from 'kafkajs';
 import { UndecodableRecordError } from '../../platform/avro/codec';
 import { errorMessage } from '../../core/log';
-import type { Topics } from '../../core/topics';
+import { consumerSpec, groupIdOf, type Topics } from '../../core/topics';
 import type { DeliveryOutcome, EventTransition, EvidenceBatch, LogEntry, RecordName, WebhookEvent } from '../../platform/avro/records';
 import { produceOutputs, type RunnerDeps, type RunningStage } from '../runner/run-stage';
 import type { AnyOutput } from '../runner/stage';
@@ -51,20 +51,25 @@ const emptyBuffer = (): Buffer => ({ rows: new Map(), count: 0, offsets: new Map
  */
 export async function runSink(topics: Topics, writer: RowWriter, deps: RunnerDeps, options: SinkOptions): Promise<RunningStage> {
   const log = deps.log.child({ stage: 'sink' });
-  const inputs: { topic: string; record: RecordName; table: SinkTable }[] = [
-    { topic: topics.received, record: 'WebhookEvent', table: 'events' },
-    { topic: topics.transitions, record: 'EventTransition', table: 'event_transitions' },
-    { topic: topics.deliveryCompleted, record: 'DeliveryOutcome', table: 'deliveries' },
-    { topic: topics.logs, record: 'LogEntry', table: 'logs' },
-    { topic: topics.evidenceLeaves, record: 'EvidenceBatch', table: 'evidence_leaves' },
-  ];
+  const tableOf = new Map<string, { record: RecordName; table: SinkTable }>([
+    [topics.received, { record: 'WebhookEvent', table: 'events' }],
+    [topics.transitions, { record: 'EventTransition', table: 'event_transitions' }],
+    [topics.deliveryCompleted, { record: 'DeliveryOutcome', table: 'deliveries' }],
+    [topics.logs, { record: 'LogEntry', table: 'logs' }],
+    [topics.evidenceLeaves, { record: 'EvidenceBatch', table: 'evidence_leaves' }],
+  ]);
+  const inputs = consumerSpec(topics, 'sink').reads.map((topic) => {
+    const into = tableOf.get(topic);
+    if (!into) throw new Error(`the sink reads ${topic} but has no table for it`);
+    return { topic, ...into };
+  });
   const byTopic = new Map(inputs.map((i) => [i.topic, i]));
   let buffer = emptyBuffer();
   let flushing: Promise<void> | undefined;
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
 
-  const consumer: Consumer = await stageConsumer(deps.kafka, `${deps.groupPrefix}sink`, inputs.map((i) => i.topic), () => stopped, { maxBytes: 16 * 1024 * 1024 });
+  const consumer: Consumer = await stageConsumer(deps.kafka, groupIdOf(deps.groupPrefix, 'sink'), inputs.map((i) => i.topic), () => stopped, { maxBytes: 16 * 1024 * 1024 });
 
   const insertAll = async (b: Buffer) => {
     for (let attempt = 1; ; attempt++) {

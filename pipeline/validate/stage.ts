@@ -1,5 +1,5 @@
 import type { Ingester } from '../../core/model';
-import type { Topics } from '../../core/topics';
+import { stageIo, type Topics } from '../../core/topics';
 import type { WebhookEvent } from '../../platform/avro/records';
 import type { AnyOutput, RecordStage } from '../runner/stage';
 import { transition } from '../transitions';
@@ -14,8 +14,7 @@ export interface IngesterLookup {
 export function validateStage(topics: Topics, config: IngesterLookup): RecordStage<'WebhookEvent'> {
   return {
     kind: 'record',
-    name: 'validate',
-    input: { topic: topics.received, record: 'WebhookEvent' },
+    ...stageIo(topics, 'validate', 'WebhookEvent'),
     async handle(event: WebhookEvent, { log }): Promise<AnyOutput[]> {
       const ingester = config.get('ingester', event.tenant_id, event.ingester_id);
       const verdict = ingester

@@ -3,7 +3,8 @@ import { AvroCodec } from '../../platform/avro/codec';
 import type { DeadLetter, WebhookEvent } from '../../platform/avro/records';
 import { createProducer } from '../../platform/kafka/client';
 import { BatchingProducer } from '../../platform/kafka/batching-producer';
-import { HANDLER_ATTEMPTS, runStage, type RunningStage } from '../../pipeline/runner/run-stage';
+import { HANDLER_ATTEMPTS, runStage, type RunnerDeps, type RunningStage } from '../../pipeline/runner/run-stage';
+import { runWindowedStage } from '../../pipeline/runner/windowed-runner';
 import type { RecordStage } from '../../pipeline/runner/stage';
 import { Logger } from '../../core/log';
 import { uniqueSuffix } from '../support/ids';
@@ -84,7 +85,11 @@ describe('poison records', () => {
     expect(new Set(letters.map((l) => l.source_partition))).toEqual(new Set(partitions));
   });
 
-  describe('a handler that throws on one record', () => {
+  const runners: [string, (stage: RecordStage<'WebhookEvent'>, deps: RunnerDeps) => Promise<RunningStage>][] = [
+    ['the record runner', runStage],
+    ['the windowed runner', (stage, deps) => runWindowedStage(stage, deps, { maxInFlight: 8 })],
+  ];
+  describe.each(runners)('%s: a record whose handler throws, writes where it must not, or does not decode', (_, run) => {
     const suffix = uniqueSuffix();
     const input = `poison-in-${suffix}`;
     const output = `poison-out-${suffix}`;
@@ -112,50 +117,56 @@ describe('poison records', () => {
         event_id: `evt_${suffix}_${i}`, tenant_id: svc.tenantId, ingester_id: 'ing_poison', correlation_id: `cor_${i}`, received_at: Date.now(),
         method: 'POST', query: '', headers: [], content_type: 'application/json', body: Buffer.from(`{"i":${i}}`), source_ip: null, event_type: null, hops: 0,
       });
-      const values = await Promise.all([0, 1, 2, 3].map((i) => codec.encode(input, 'WebhookEvent', event(i))));
-      await producer.send({ topic: input, acks: -1, messages: values.map((value, i) => ({ key: `${svc.tenantId}/ing_poison`, value, partition: 0, headers: { i: String(i) } })) });
+      const values = [...(await Promise.all([0, 1, 2, 3].map((i) => codec.encode(input, 'WebhookEvent', event(i))))), Buffer.from(`not avro ${suffix}`)];
+      await producer.send({ topic: input, acks: -1, messages: values.map((value) => ({ key: `${svc.tenantId}/ing_poison`, value, partition: 0 })) });
 
       const stage: RecordStage<'WebhookEvent'> = {
         kind: 'record',
         name: `poison-${suffix}`,
         input: { topic: input, record: 'WebhookEvent' },
+        writes: [output],
         async handle(e) {
           tries.set(e.event_id, (tries.get(e.event_id) ?? 0) + 1);
           if (e.event_id.endsWith('_1')) throw new Error('this record breaks the handler');
-          return [{ topic: output, key: e.event_id, record: 'WebhookEvent', value: e }];
+          // record 3 goes to a topic the stage does not declare: a defect, set aside like a throw
+          return [{ topic: e.event_id.endsWith('_3') ? `${output}-undeclared` : output, key: e.event_id, record: 'WebhookEvent', value: e }];
         },
       };
       const group = `poison-${suffix}.`;
-      running = await runStage(stage, {
-        kafka, producer, outputs: new BatchingProducer(producer), codec, log: new Logger('error'), groupPrefix: group, deadLetterTopic: dlq,
-      });
+      running = await run(stage, { kafka, producer, outputs: new BatchingProducer(producer), codec, log: new Logger('error'), groupPrefix: group, deadLetterTopic: dlq });
 
-      const passed = await eventually('three records on the output topic', async () => {
-        const recs = await readTopic(kafka, output);
-        return recs.length >= 3 ? recs : undefined;
-      });
-      expect(passed.map((r) => r.key?.toString())).toEqual([0, 2, 3].map((i) => `evt_${suffix}_${i}`));
-      const [letter] = await lettersOn(dlq, 1, () => true);
-      expect(letter!.stage).toBe(stage.name);
-      expect(letter!.event_id).toBe(`evt_${suffix}_1`);
-      expect(letter!.tenant_id).toBe(svc.tenantId);
-      expect(letter!.reason).toBe(`stage ${stage.name} failed on this record ${HANDLER_ATTEMPTS} times: this record breaks the handler`);
-      expect(Buffer.from(letter!.value).equals(values[1]!)).toBe(true);
-      expect([letter!.source_partition, letter!.source_offset]).toEqual([0, 1]);
+      const letters = await lettersOn(dlq, 3, () => true);
+      const passed = await readTopic(kafka, output);
+      expect(passed.map((r) => r.key?.toString()).sort()).toEqual([0, 2].map((i) => `evt_${suffix}_${i}`));
+      const byOffset = new Map(letters.map((l) => [l.source_offset, l]));
+      expect([...byOffset.keys()].sort()).toEqual([1, 3, 4]);
+      for (const [offset, l] of byOffset) {
+        expect(l.stage).toBe(stage.name);
+        expect(l.source_partition).toBe(0);
+        expect(l.tenant_id).toBe(svc.tenantId);
+        expect(Buffer.from(l.value).equals(values[offset]!)).toBe(true);
+      }
+      expect(byOffset.get(1)!.event_id).toBe(`evt_${suffix}_1`);
+      expect(byOffset.get(1)!.reason).toBe(`stage ${stage.name} failed on this record ${HANDLER_ATTEMPTS} times: this record breaks the handler`);
+      expect(byOffset.get(3)!.reason).toBe(`stage ${stage.name} failed on this record ${HANDLER_ATTEMPTS} times: stage ${stage.name} wrote to ${output}-undeclared, which it does not declare`);
+      expect(byOffset.get(4)!.event_id).toBeNull();
+      expect(byOffset.get(4)!.reason).toMatch(/^the record cannot be decoded as WebhookEvent: /);
       expect(tries.get(`evt_${suffix}_1`)).toBe(HANDLER_ATTEMPTS);
       expect(tries.get(`evt_${suffix}_2`)).toBe(1);
 
-      // the group's committed offset passes the poison record: a restart does not meet it again
-      await running.stop();
-      running = undefined;
+      // the group's committed offset passes the poison records: a restart does not meet them again
       const admin = kafka.admin();
       await admin.connect();
       try {
-        const [offsets] = await admin.fetchOffsets({ groupId: `${group}${stage.name}`, topics: [input] });
-        expect(offsets!.partitions.find((p) => p.partition === 0)!.offset).toBe('4');
+        await eventually('the committed offset past every record', async () => {
+          const [offsets] = await admin.fetchOffsets({ groupId: `${group}${stage.name}`, topics: [input] });
+          return offsets!.partitions.find((p) => p.partition === 0)!.offset === '5' || undefined;
+        });
       } finally {
         await admin.disconnect();
       }
+      await running.stop();
+      running = undefined;
     });
   });
 });

@@ -1,12 +1,13 @@
 import type { TestService } from './service';
 import { fetchTopicOffsets } from '../../platform/kafka/client';
+import { groupPrefixOf } from '../../core/topics';
 
 /** Messages the service's consumer groups have not committed yet, per group and topic (only where some are left). */
 export async function consumerLag(svc: TestService): Promise<Record<string, number>> {
   const admin = svc.service.kafka.admin();
   await admin.connect();
   try {
-    const prefix = `${svc.config.topicPrefix}hookline.`;
+    const prefix = groupPrefixOf(svc.config.topicPrefix);
     const groups = (await admin.listGroups()).groups.map((g) => g.groupId).filter((g) => g.startsWith(prefix));
     const highs = new Map<string, Map<number, bigint>>();
     const lag: Record<string, number> = {};

@@ -1,0 +1,57 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { CONSUMER_NAMES, consumers, groupIdOf, stageIo, topicNames } from '../../core/topics';
+import { STAGE_NAMES } from '../../core/config';
+import { topology } from '../../service/topology';
+import { checkWrites } from '../../pipeline/runner/stage';
+
+/** The consumer table is the one place that says who reads and writes which topic. */
+describe('the registry of topics and consumers', () => {
+  const topics = topicNames('p.');
+  const { specs, records } = topology(topics, 3);
+  const created = new Set(specs.map((s) => s.topic));
+  const table = consumers(topics);
+
+  it('names every consumer once, each run by a process stage, reading and writing only topics the service creates', () => {
+    expect(table.map((c) => c.name)).toEqual([...CONSUMER_NAMES]);
+    for (const c of table) {
+      expect(STAGE_NAMES).toContain(c.stage);
+      for (const t of [...c.reads, ...c.writes]) expect(created).toContain(t);
+      for (const t of c.reads) expect(records[t]).toBeDefined();
+    }
+  });
+
+  it('leaves no pipeline topic unread or unwritten, except the ones outside the stages', () => {
+    const read = new Set(table.flatMap((c) => c.reads));
+    const written = new Set(table.flatMap((c) => c.writes));
+    // config and the registry's own state are read by every process, logs written by every logger; the dead-letter topics wait for an operator
+    const outside = new Set([topics.config, topics.received, topics.logs, topics.deliveryDlq, topics.eventsDlq]);
+    for (const t of created) {
+      if (t === topics.schemas) continue;
+      if (!outside.has(t)) expect({ topic: t, read: read.has(t) }).toEqual({ topic: t, read: true });
+      if (t !== topics.config && t !== topics.received && t !== topics.logs) expect({ topic: t, written: written.has(t) }).toEqual({ topic: t, written: true });
+    }
+  });
+
+  it('gives record stages one input and their declared outputs, and group ids under the prefix', () => {
+    expect(stageIo(topics, 'filter', 'WebhookEvent')).toEqual({ name: 'filter', input: { topic: 'p.webhooks.validated', record: 'WebhookEvent' }, writes: ['p.webhooks.filtered', 'p.events.transitions', 'p.events.dlq'] });
+    expect(() => stageIo(topics, 'sink', 'WebhookEvent')).toThrow('consumer sink reads 5 topics, not one');
+    expect(groupIdOf('p.hookline.', 'deliver')).toBe('p.hookline.deliver');
+  });
+
+  it('refuses an output to a topic the stage does not declare', () => {
+    const output = (topic: string) => ({ topic, key: 'k', record: 'LogEntry' as const, value: {} as never });
+    expect(() => checkWrites({ name: 'filter', writes: [topics.filtered] }, [output(topics.filtered)])).not.toThrow();
+    expect(() => checkWrites({ name: 'filter', writes: [topics.filtered] }, [output(topics.filtered), output(topics.deliveryRequested)])).toThrow('stage filter wrote to p.deliveries.requested, which it does not declare');
+    expect(() => checkWrites({ name: 'free' }, [output('anything')])).not.toThrow();
+  });
+
+  it('is what the README describes: every consumer and every topic is named there', () => {
+    const readme = readFileSync(path.join(__dirname, '../../README.md'), 'utf8');
+    for (const c of table) expect({ consumer: c.name, named: readme.includes(`\`${c.name}\``) || readme.includes(` ${c.name} `) }).toEqual({ consumer: c.name, named: true });
+    for (const t of created) {
+      const name = t.slice('p.'.length).replace(/^deliveries\.retry\..*/, 'deliveries.retry.<tier>');
+      expect({ topic: name, named: readme.includes(name) }).toEqual({ topic: name, named: true });
+    }
+  });
+});
