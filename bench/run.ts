@@ -66,7 +66,7 @@ const S = {
   timeoutMin: int('BENCH_TIMEOUT_MINUTES', 60, 20),
   logLevel: process.env.BENCH_LOG_LEVEL ?? 'info',
 };
-const ALL_SCENARIOS = ['ingest', 'delivery', 'end_to_end', 'memory', 'sink', 'query', 'evidence'] as const;
+const ALL_SCENARIOS = ['ingest', 'delivery', 'end_to_end', 'memory', 'peer_bullmq', 'sink', 'query', 'evidence'] as const;
 type Scenario = (typeof ALL_SCENARIOS)[number];
 const SELECTED = new Set<string>((process.env.BENCH_SCENARIOS ?? ALL_SCENARIOS.join(',')).split(',').map((s) => s.trim()).filter(Boolean));
 for (const s of SELECTED) if (!(ALL_SCENARIOS as readonly string[]).includes(s)) throw new Error(`BENCH_SCENARIOS: unknown scenario ${s}; known: ${ALL_SCENARIOS.join(', ')}`);
@@ -74,6 +74,8 @@ const wants = (s: Scenario) => SELECTED.has(s);
 
 /** Kafka hops of one event: consume -> produce passes between received and deliveries.completed. */
 const HOPS = 4;
+/** Jobs the BullMQ relay's Worker runs at once: the deliver stage's default concurrency per destination. */
+const RELAY_CONCURRENCY = 32;
 /** How often consumer lag is sampled during a measured window. */
 const LAG_EVERY_MS = 1_000;
 const PARTITIONS = 3;
@@ -618,6 +620,162 @@ async function memory(ctx: Ctx, pid: number, hookPool: ReturnType<typeof pool>, 
 }
 
 /**
+ * The peer: what a Node team would otherwise write, a BullMQ relay (bench/bullmq-relay.ts) on a
+ * redis-server of its own, against this service with all stages, through the same load
+ * generator to the same receiver, alternating repetitions.
+ */
+async function scenarioPeerBullmq(ctx: Ctx): Promise<void> {
+  const relayRedis = await startLocalRedis(path.join(ctx.root, 'relay-redis'));
+  const relay = spawnScript('bullmq relay', 'bench/bullmq-relay.ts', [], { ...process.env, RELAY_REDIS_URL: relayRedis.url, RELAY_TARGET: ctx.rec.hookUrl, RELAY_CONCURRENCY: String(RELAY_CONCURRENCY) }, path.join(ctx.root, 'bullmq-relay.log'));
+  let svc: ServiceInstance | undefined;
+  const pools: ReturnType<typeof pool>[] = [];
+  try {
+    const [, relayUrl] = await relay.waitForOutput(/bullmq relay listening (\S+)/, 60_000);
+    say('starting the service (all stages) for the BullMQ peer comparison');
+    svc = await startInstance({ name: 'svc-peer', root: ctx.root, prefix: 'bench6.', stages: 'all', infra: ctx.infra, logLevel: S.logLevel });
+    const flows = await createFlows(svc, ctx.rec.hookUrl, S.flows, PARTITIONS);
+    // every process of the run, named, so that each side is charged for its own processes only
+    const groups = groupsOf(ctx, { service: svc.proc.pid, relay: relay.pid, 'relay redis': relayRedis.pid });
+    const relayParts = new Set(['relay', 'relay redis', 'receiver', 'load generator']);
+    const sides = [
+      { name: 'service', pool: pool(svc.url, S.concurrency), paths: flows.map((f) => f.hookPath), counts: (part: string) => part !== 'relay' && part !== 'relay redis' },
+      { name: 'relay', pool: pool(relayUrl!, S.concurrency), paths: ['/v1/hooks/relay'], counts: (part: string) => relayParts.has(part) },
+    ];
+    pools.push(...sides.map((x) => x.pool));
+    for (const side of sides) {
+      // warm-up: one event through each path, so that every consumer group and the Worker are running
+      const warm = runTag();
+      await ctx.rec.reset(warm);
+      for (let i = 0; i < side.paths.length; i++) {
+        const r = await post(side.pool, side.paths[i]!, taggedBody(warm, i, epochMs()), 202);
+        if (!r.ok) throw new Error(`${side.name} warm-up webhook answered ${r.status}`);
+      }
+      if ((await ctx.rec.waitFor(side.paths.length, 120_000)) < side.paths.length) throw new Error(`${side.name} warm-up events were not delivered`);
+    }
+    const reps = sides.map(() => [] as Awaited<ReturnType<typeof closedLoopThrough>>[]);
+    for (let rep = 0; rep < S.reps; rep++) {
+      // alternate, so that a slow moment of the shared machine hits both sides alike
+      for (const [i, side] of sides.entries()) reps[i]!.push(await closedLoopThrough(ctx, { ...side, groups }));
+      const [a, b] = [reps[0]![rep]!, reps[1]![rep]!];
+      say(`peer rep ${rep + 1}/${S.reps}: service ${Math.round(a.ingestPerS)} ingested/s, ${Math.round(a.deliveredPerS)} delivered/s, ${Math.round(a.cpuUsPerEvent)} CPU us/event; BullMQ relay ${Math.round(b.ingestPerS)} ingested/s, ${Math.round(b.deliveredPerS)} delivered/s, ${Math.round(b.cpuUsPerEvent)} CPU us/event`);
+    }
+    const [svcReps, relayReps] = [reps[0]!, reps[1]!];
+    const med = (xs: { deliveredPerS: number }[]) => median(xs.map((x) => x.deliveredPerS));
+
+    // latency at one paced rate both sustain: 80% of the slower side's delivered rate
+    const rate = Math.max(1, Math.round(0.8 * Math.min(med(svcReps), med(relayReps))));
+    const warmMs = Math.min(3_000, S.latencyS * 1000);
+    const lat: { sent: number; got: number; ms: number[] }[] = [];
+    for (const side of sides) {
+      const warmRun = runTag();
+      await ctx.rec.reset(warmRun);
+      await paced({ rate, durationMs: warmMs, send: (s, due) => post(side.pool, side.paths[s % side.paths.length]!, taggedBody(warmRun, s, due), 202).then((r) => r.ok) });
+      const run = runTag();
+      await ctx.rec.reset(run);
+      const sent = await paced({ rate, durationMs: S.latencyS * 1000, send: (s, due) => post(side.pool, side.paths[s % side.paths.length]!, taggedBody(run, s, due), 202).then((r) => r.ok) });
+      const got = await ctx.rec.waitFor(sent.ok, 120_000);
+      lat.push({ sent: sent.ok, got, ms: (await ctx.rec.detail()).latencies });
+    }
+    const [svcLat, relayLat] = [lat[0]!, lat[1]!];
+
+    const figures = (xs: Awaited<ReturnType<typeof closedLoopThrough>>[], l: (typeof lat)[number]) => ({
+      ingest_per_s: round(median(xs.map((x) => x.ingestPerS)), 0),
+      delivered_per_s: round(median(xs.map((x) => x.deliveredPerS)), 0),
+      latency_p50_ms: round(quantile(l.ms, 0.5)),
+      latency_p99_ms: round(quantile(l.ms, 0.99)),
+      cpu_us_per_event: round(median(xs.map((x) => x.cpuUsPerEvent)), 0),
+    });
+    const service = figures(svcReps, svcLat);
+    const peer = figures(relayReps, relayLat);
+    const ratios = Object.fromEntries(Object.keys(service).map((k) => [k, round(service[k as keyof typeof service] / peer[k as keyof typeof peer])])) as Record<keyof typeof service, number>;
+    const sideText = (f: typeof service) => `${f.ingest_per_s} ingested/s, ${f.delivered_per_s} delivered/s, latency p50 ${f.latency_p50_ms} ms / p99 ${f.latency_p99_ms} ms, ${f.cpu_us_per_event} CPU us/event`;
+    const v = overReps(svcReps.map((x) => x.deliveredPerS), 0);
+    const b = overReps(relayReps.map((x) => x.deliveredPerS), 0);
+    const refused = { service: svcReps.reduce((n, x) => n + x.refused, 0), relay: relayReps.reduce((n, x) => n + x.refused, 0) };
+    entry({
+      name: 'peer_bullmq',
+      metric: 'delivered events per second, this service against a BullMQ relay',
+      unit: 'events/s',
+      ...v,
+      repetitions: S.reps,
+      baseline: { name: `BullMQ relay (node:http, Queue.add, Worker concurrency ${RELAY_CONCURRENCY}, undici)`, ...b, unit: 'events/s' },
+      ratio: round(v.value / b.value),
+      target: 1,
+      better: 'higher',
+      notes: `The peer is the relay a Node team would otherwise write (bench/bullmq-relay.ts, BullMQ ${bullmqVersion()}, its own process): a bare node:http handler reads the body, Queue.add, and answers 202 once the add resolved; a Worker in the same process (concurrency ${RELAY_CONCURRENCY}, the service's default per destination; the service's load goes to ${S.flows} destinations) POSTs each job's body to the receiver with undici, retries a failed POST (5 attempts, exponential backoff from 1 s) and removes completed jobs. Its redis-server is its own, started by the bench with --appendonly yes --appendfsync everysec: an accepted job may be lost in the last second before a crash, the closest a single Redis comes to Kafka's acks=all (which this service waits for before its 202, with one broker here). It does not validate, filter, route, sign, produce outcome records or log deliveries to ClickHouse, all of which the service does (all stages in one process, sink and evidence included, LOG_LEVEL=${S.logLevel}). Same load for both: the end-to-end scenario's closed loop, ${S.concurrency} connections, 1 KB JSON bodies, at most ${S.e2eWindow} events sent and not yet delivered (so ingest follows delivery), ${S.warmupS} s warm-up then ${S.seconds} s counted, alternating service and relay each repetition, the same receiver process counting first arrivals. Service: ${sideText(service)}. BullMQ relay: ${sideText(peer)}. Ratios service / relay: ingest ${ratios.ingest_per_s}, delivered ${ratios.delivered_per_s}, p50 ${ratios.latency_p50_ms}, p99 ${ratios.latency_p99_ms}, CPU per event ${ratios.cpu_us_per_event} (for latency and CPU, above 1 means the service needs more). Latency: one paced (open-loop) run per side of ${S.latencyS} s after ${warmMs / 1000} s of warm-up at ${rate} events/s (80% of the slower side's delivered rate, so that both sustain it), from when each webhook was due until the receiver got it (service ${svcLat.got} of ${svcLat.sent}, relay ${relayLat.got} of ${relayLat.sent} accepted delivered). CPU: utime+stime from /proc/<pid>/stat over each counted window divided by the events delivered in it; the relay is charged for the relay process, its redis-server, the receiver and the load generator; the service for every other process of the run (service, broker JVM, its Redis, receiver, load generator), as cpu_per_event. The side not being measured stays up and idle (the service's consumers keep polling the broker), on the same 2 shared cores. Median CPU per part (us/event): service ${partsText(medianParts(svcReps.map((x) => x.byPart)))}; relay ${partsText(medianParts(relayReps.map((x) => x.byPart)))}.${refused.service + refused.relay > 0 ? ` Refused requests: service ${refused.service}, relay ${refused.relay}.` : ''} ratio = value / baseline; target (this suite's own): 1.`,
+      details: {
+        service,
+        bullmq_relay: peer,
+        ratio_service_to_relay: ratios,
+        latency_rate_per_s: rate,
+        latency_ms: { service: summary(svcLat.ms), bullmq_relay: summary(relayLat.ms) },
+        per_rep: {
+          service: { ingest_per_s: svcReps.map((x) => Math.round(x.ingestPerS)), delivered_per_s: svcReps.map((x) => Math.round(x.deliveredPerS)), cpu_us_per_event: svcReps.map((x) => Math.round(x.cpuUsPerEvent)) },
+          bullmq_relay: { ingest_per_s: relayReps.map((x) => Math.round(x.ingestPerS)), delivered_per_s: relayReps.map((x) => Math.round(x.deliveredPerS)), cpu_us_per_event: relayReps.map((x) => Math.round(x.cpuUsPerEvent)) },
+        },
+        cpu_us_per_event_by_part_median: { service: medianParts(svcReps.map((x) => x.byPart)), bullmq_relay: medianParts(relayReps.map((x) => x.byPart)) },
+        refused,
+        relay_worker_concurrency: RELAY_CONCURRENCY,
+      },
+    });
+  } finally {
+    await Promise.all(pools.map((p) => p.close().catch(() => undefined)));
+    await svc?.proc.stop();
+    await relay.stop(5_000);
+    await relayRedis.stop().catch(() => undefined);
+  }
+}
+
+function bullmqVersion(): string {
+  try {
+    return (JSON.parse(readFileSync(path.join(REPO_ROOT, 'node_modules/bullmq/package.json'), 'utf8')) as { version: string }).version;
+  } catch {
+    return 'unknown';
+  }
+}
+
+/**
+ * One closed-loop repetition through a whole system, the end-to-end scenario's load: accepted
+ * (202) and delivered (counted at the receiver) per second over the counted window, and the CPU
+ * of the parts `counts` picks per event delivered in it; then the pipeline is drained.
+ */
+async function closedLoopThrough(ctx: Ctx, side: { name: string; pool: ReturnType<typeof pool>; paths: string[]; groups: Record<string, number>; counts: (part: string) => boolean }): Promise<{ ingestPerS: number; deliveredPerS: number; cpuUsPerEvent: number; byPart: Record<string, number>; refused: number }> {
+  const run = runTag();
+  await ctx.rec.reset(run);
+  let delivered = 0;
+  let accepted = 0;
+  let polling = true;
+  const poller = (async () => {
+    while (polling) {
+      delivered = (await ctx.rec.stats()).distinct;
+      await sleep(50);
+    }
+  })();
+  const warmupMs = S.warmupS * 1000;
+  const measureMs = S.seconds * 1000;
+  const window = (async () => {
+    await sleep(warmupMs);
+    const c0 = (await ctx.rec.stats()).distinct;
+    const cpu0 = cpuSnapshot(side.groups);
+    const t0 = performance.now();
+    await sleep(measureMs);
+    const c1 = (await ctx.rec.stats()).distinct;
+    const cpu1 = cpuSnapshot(side.groups);
+    return { events: c1 - c0, ms: performance.now() - t0, cpu: cpuBetween(cpu0, cpu1) };
+  })();
+  const load = await closedLoop({ pool: side.pool, paths: side.paths, concurrency: S.concurrency, warmupMs, measureMs, body: (s) => taggedBody(run, s, epochMs()), expect: 202, gate: (issued) => issued - delivered < S.e2eWindow, onAccepted: () => accepted++ });
+  const w = await window;
+  const got = await ctx.rec.waitFor(accepted, 120_000);
+  polling = false;
+  await poller;
+  if (got < accepted) throw new Error(`${side.name}: ${accepted - got} of ${accepted} accepted events were not delivered within 120 s after the load stopped`);
+  if (w.events <= 0) throw new Error(`${side.name}: no event was delivered in the measured window`);
+  const byPart = Object.fromEntries(Object.entries(w.cpu.byPart).filter(([part]) => side.counts(part)).map(([part, us]) => [part, round(us / w.events, 0)]));
+  const us = Object.entries(w.cpu.byPart).filter(([part]) => side.counts(part)).reduce((n, [, x]) => n + x, 0);
+  return { ingestPerS: load.rate, deliveredPerS: (w.events / w.ms) * 1000, cpuUsPerEvent: us / w.events, byPart, refused: load.errors };
+}
+
+/**
  * The sink: delivery attempts waiting on deliveries.completed, written into the embedded
  * ClickHouse by a service that runs the sink alone (STAGES=api,sink), against the same rows
  * inserted by the bare @clickhouse/client in the sink's batch size, in a process of its own.
@@ -844,7 +1002,7 @@ async function main(): Promise<number> {
   let ctx: Ctx | undefined;
   let ok = false;
   try {
-    const needsInfra = ['ingest', 'delivery', 'end_to_end', 'memory', 'sink', 'query'].some((s) => wants(s as Scenario));
+    const needsInfra = ['ingest', 'delivery', 'end_to_end', 'memory', 'peer_bullmq', 'sink', 'query'].some((s) => wants(s as Scenario));
     if (needsInfra) {
       const t = performance.now();
       [kafkaServer, redis] = await Promise.all([startLocalKafka(path.join(root, 'kafka')), startLocalRedis(path.join(root, 'redis'))]);
@@ -879,6 +1037,7 @@ async function main(): Promise<number> {
       }
     }
     const infra = ctx;
+    if (infra && wants('peer_bullmq')) await timed('peer_bullmq', () => scenarioPeerBullmq(infra));
     if (infra && wants('sink')) await timed('sink', () => scenarioSink(infra));
     if (infra && wants('query')) await timed('query', () => scenarioQuery(infra));
     if (ctx) {

@@ -176,13 +176,17 @@ function cmdline(pid: number): string {
   }
 }
 
-/** CPU ticks per named part of the run; `groups` names process groups (service, receiver, ...). */
+/**
+ * CPU ticks per named part of the run; `groups` names process groups (service, receiver, ...).
+ * A named group wins over the broker and Redis found by their command line, so that a second
+ * redis-server can be told apart from the service's.
+ */
 export function cpuSnapshot(groups: Record<string, number>): Map<number, { part: string; ticks: number }> {
   const byGroup = new Map(Object.entries(groups).map(([name, pgid]) => [pgid, name]));
   const snap = new Map<number, { part: string; ticks: number }>();
   for (const s of runProcesses()) {
-    const cmd = s.pid === process.pid ? '' : cmdline(s.pid);
-    const part = s.pid === process.pid ? 'load generator' : cmd.includes('kafka.Kafka') ? 'broker JVM' : cmd.includes('redis-server') ? 'redis' : byGroup.get(s.pgrp) ?? 'other';
+    const cmd = s.pid === process.pid || byGroup.has(s.pgrp) ? '' : cmdline(s.pid);
+    const part = s.pid === process.pid ? 'load generator' : byGroup.get(s.pgrp) ?? (cmd.includes('kafka.Kafka') ? 'broker JVM' : cmd.includes('redis-server') ? 'redis' : 'other');
     snap.set(s.pid, { part, ticks: s.ticks });
   }
   return snap;

@@ -7,6 +7,8 @@ import { requireRedisServer } from '../prerequisites';
 
 export interface LocalRedis {
   url: string;
+  /** Process group of the redis-server, for reading its CPU time. */
+  pid: number;
   stop(): Promise<void>;
 }
 
@@ -26,7 +28,7 @@ export async function startLocalRedis(dataDir: string, options: { port?: number 
   );
   const url = `redis://127.0.0.1:${port}`;
   await waitFor('local Redis', () => ping(port), 20_000, 100);
-  return { url, stop: () => child.stop(5_000) };
+  return { url, pid: child.pid, stop: () => child.stop(5_000) };
 }
 
 /** One PING over a plain socket: no client library, nothing left behind when it fails. */
