@@ -120,6 +120,15 @@ interface GroupLag {
  * and their topics are looked up once per tracker, so a sample costs one offsets request per
  * group and one per topic: sampling must not load the broker it measures.
  */
+/** High-water mark summed over the partitions of each topic under a prefix: records ever written there. */
+async function recordsOnTopics(admin: Admin, prefix: string): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  for (const topic of (await admin.listTopics()).filter((t) => t.startsWith(prefix))) {
+    out.set(topic, (await admin.fetchTopicOffsets(topic)).reduce((n, p) => n + Number(p.high), 0));
+  }
+  return out;
+}
+
 function lagTracker(admin: Admin, prefix: string): () => Promise<Record<string, GroupLag>> {
   let layout: { groupId: string; topics: string[] }[] | undefined;
   return async () => {
@@ -197,6 +206,8 @@ interface Ctx {
   rec: ReceiverClient;
   /** Filled by the end-to-end scenario, used by the soak. */
   e2eRate?: number;
+  /** Filled by the end-to-end scenario: Kafka records written per delivered event (median). */
+  recordsPerDeliveredEvent?: number;
 }
 
 const groupsOf = (ctx: Ctx, extra: Record<string, number>) => ({ receiver: ctx.receiver.pid, ...extra });
@@ -407,6 +418,8 @@ async function scenarioEndToEnd(ctx: Ctx): Promise<void> {
     const passCpu: number[] = [];
     const lags: ReturnType<typeof lagVerdict>[] = [];
     const lagOf = lagTracker(ctx.admin, groupPrefix);
+    const recordsPerEvent: number[] = [];
+    const recordsByTopic: Record<string, number>[] = [];
     // what the run costs with no traffic: consumers polling, the broker answering them
     const idle0 = cpuSnapshot(groupsOf(ctx, { service: svc.proc.pid }));
     const idleT = performance.now();
@@ -417,6 +430,7 @@ async function scenarioEndToEnd(ctx: Ctx): Promise<void> {
     for (let rep = 0; rep < S.reps; rep++) {
       const run = runTag();
       await ctx.rec.reset(run);
+      const records0 = await recordsOnTopics(ctx.admin, svc.prefix);
       let delivered = 0;
       let accepted = 0;
       let polling = true;
@@ -452,6 +466,16 @@ async function scenarioEndToEnd(ctx: Ctx): Promise<void> {
       await poller;
       if (got < accepted) throw new Error(`${accepted - got} of ${accepted} accepted events were not delivered within 120 s after the load stopped`);
       if (w.events <= 0) throw new Error('no event was delivered in the measured window');
+      // every record the repetition wrote, once the evidence batch and the log lines behind the last delivery are out
+      await sleep(2_000);
+      const records1 = await recordsOnTopics(ctx.admin, svc.prefix);
+      const byTopic: Record<string, number> = {};
+      for (const [topic, n] of records1) {
+        const d = n - (records0.get(topic) ?? 0);
+        if (d > 0) byTopic[topic.slice(svc.prefix.length)] = round(d / got, 2);
+      }
+      recordsByTopic.push(byTopic);
+      recordsPerEvent.push(Object.values(byTopic).reduce((a, b) => a + b, 0));
       const rate = (w.events / w.ms) * 1000;
       rates.push(rate);
       cpuPerEvent.push(w.cpu.totalUs / w.events);
@@ -479,6 +503,22 @@ async function scenarioEndToEnd(ctx: Ctx): Promise<void> {
       better: 'higher',
       notes: `Delivered events/s (median ${v.value}, min ${v.spread.min}, max ${v.spread.max}) counted at the receiver process, ingest -> validate -> filter -> route -> deliver, all stages in one service process (sink and evidence included, LOG_LEVEL=${S.logLevel}). ${HOPS} hops: validate (received -> validated), filter (validated -> filtered), route (filtered -> deliveries.requested) and deliver (deliveries.requested -> deliveries.completed) each consume a record and produce one, the unit the baseline measures; the Hook URL's produce to received has no consume and is not counted (it is the ingest scenario). Load: ${S.concurrency} connections over ${paths.length} ingester -> destination flows on different partitions, closed over the whole pipeline: at most ${S.e2eWindow} events sent and not yet delivered, so consumer lag is bounded by construction; lag of every service consumer group sampled each second, flat in ${lags.filter((l) => l.flat).length} of ${lags.length} repetitions (flat: over the window a group's backlog grew by less than 5% of what arrived, or less than its own peak in the first half); largest backlogs (median of each window's peak, records): ${topBacklogs(lags)}. ${S.warmupS} s warm-up, ${S.seconds} s counted. Baseline: raw kafkajs in its own process consuming ${S.passMessages} prefilled 1.3 KB records and producing each fetched batch in one request with acks=all, committing per batch, the stages' consumer settings. ratio = value x hops / baseline.${allFlat ? '' : ' NOTE: lag was not flat in every repetition (see details).'}`,
       details: { delivered_per_s: rates.map((x) => Math.round(x)), pass_through_per_s: passRates.map((x) => Math.round(x)), lag: lags },
+    });
+    const r = overReps(recordsPerEvent, 2);
+    ctx.recordsPerDeliveredEvent = r.value;
+    const bareRecords = HOPS + 1;
+    entry({
+      name: 'records_per_event',
+      metric: 'Kafka records written per delivered event, all topics',
+      unit: 'records/event',
+      ...r,
+      repetitions: S.reps,
+      baseline: { name: `a bare pipeline: the accepted record and one per hop (${HOPS})`, value: bareRecords, spread: { min: bareRecords, max: bareRecords }, unit: 'records/event' },
+      ratio: round(bareRecords / r.value),
+      target: 1,
+      better: 'higher',
+      notes: `Sum over every topic of the deployment of the high-water marks' growth over a whole end-to-end repetition (load, then drain until every accepted event was delivered, then 2 s for the evidence batch and log lines behind it), divided by the events delivered in it. Per topic (median repetition): ${Object.entries(recordsByTopic[recordsPerEvent.indexOf([...recordsPerEvent].sort((a, b) => a - b)[Math.floor((recordsPerEvent.length - 1) / 2)]!)] ?? {}).map(([t, n]) => `${t} ${n}`).join(', ')}. Target: at most ${bareRecords} records per delivered event (ratio = ${bareRecords} / value >= 1).`,
+      details: { per_rep: recordsPerEvent, by_topic: recordsByTopic },
     });
     const c = overReps(cpuPerEvent, 0);
     const cb = overReps(passCpu.map((x) => x * HOPS), 0);
@@ -1070,6 +1110,7 @@ async function main(): Promise<number> {
       settings: { ...S, hops: HOPS, partitions: PARTITIONS, scenarios: [...SELECTED].join(',') },
       durations: Object.fromEntries(Object.entries(durations).map(([k, v]) => [k, round(v, 1)])),
       scenarios: entries,
+      records_per_delivered_event: entries.find((e) => e.name === 'records_per_event')?.value ?? null,
       failures,
     };
     const base = process.env.BENCH_OUT ?? (QUICK ? 'quick' : SELECTED.size < ALL_SCENARIOS.length ? 'partial' : 'latest');

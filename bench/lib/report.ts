@@ -33,6 +33,8 @@ export interface Results {
   settings: Record<string, number | string>;
   durations: Record<string, number>;
   scenarios: Entry[];
+  /** Kafka records written per delivered event in the end-to-end scenario; null when it did not run. */
+  records_per_delivered_event: number | null;
   failures: { scenario: string; error: string }[];
 }
 

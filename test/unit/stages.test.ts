@@ -1,0 +1,144 @@
+import { createHmac } from 'node:crypto';
+import { Logger } from '../../core/log';
+import type { DeliveryFlow, Destination, Ingester } from '../../core/model';
+import { topicNames } from '../../core/topics';
+import type { DeadLetter, DeliveryOutcome, DeliveryTask, EventTransition, WebhookEvent } from '../../platform/avro/records';
+import { evidenceIntakeStage } from '../../pipeline/evidence/intake';
+import { filterStage } from '../../pipeline/filter/stage';
+import { forward } from '../../pipeline/retry/delay-stage';
+import { routeStage } from '../../pipeline/route/stage';
+import { checkWrites, type AnyOutput, type StageContext } from '../../pipeline/runner/stage';
+import { validateStage } from '../../pipeline/validate/stage';
+
+/**
+ * Each stage's decision on its own: what a record in gives out, with the configuration in
+ * memory and no Kafka. The runners and the whole pipeline are tested against real services
+ * elsewhere; these pin down the rules.
+ */
+const topics = topicNames('u.');
+const T = 'tenant-u';
+const now = new Date().toISOString();
+const silent = new Logger('error');
+const ctx = (offset = 7): StageContext => ({ log: silent, position: { partition: 2, offset: String(offset) }, source: { topic: 'in', key: Buffer.from(`${T}/ing_1`), value: Buffer.from('original bytes') } });
+
+function event(over: Partial<WebhookEvent> = {}): WebhookEvent {
+  return {
+    event_id: 'evt_1', tenant_id: T, ingester_id: 'ing_1', correlation_id: 'cor_1', received_at: 1_790_000_000_000, method: 'POST', query: '',
+    headers: [{ name: 'content-type', value: 'application/json' }], content_type: 'application/json', body: Buffer.from('{"livemode":true,"kind":"a"}'), source_ip: null, event_type: null, hops: 0, ...over,
+  };
+}
+function ingester(over: Partial<Ingester> = {}): Ingester {
+  return { kind: 'ingester', id: 'ing_1', tenant_id: T, name: 'i', provider: 'none', config: {}, filters: [], created_at: now, updated_at: now, ...over };
+}
+function destination(id: string, status: Destination['status'] = 'active'): Destination {
+  return { kind: 'destination', id, tenant_id: T, name: id, url: 'https://example.test/hook', status, signing_secret: 'whsec_x', disabled_reason: null, created_at: now, updated_at: now };
+}
+const states = (outs: AnyOutput[]) => outs.filter((o) => o.record === 'EventTransition').map((o) => (o.value as EventTransition).state);
+
+describe('validate', () => {
+  const run = async (ing: Ingester | undefined, e: WebhookEvent) => {
+    const stage = validateStage(topics, { get: () => ing });
+    const outs = await stage.handle(e, ctx());
+    checkWrites(stage, outs);
+    return outs;
+  };
+
+  it('passes a webhook its provider verifies on to validated, with the event type the provider names', async () => {
+    const secret = 'gh-secret';
+    const body = Buffer.from('{"action":"opened"}');
+    const signature = `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
+    const e = event({ body, headers: [{ name: 'x-hub-signature-256', value: signature }, { name: 'x-github-event', value: 'issues' }] });
+    const outs = await run(ingester({ provider: 'github', config: { signing_secret: secret } }), e);
+    expect(outs.map((o) => o.topic)).toEqual([topics.validated, topics.transitions]);
+    expect((outs[0]!.value as WebhookEvent).event_type).toBe('issues');
+    expect((outs[0]!.value as WebhookEvent).body).toBe(body);
+    expect(outs[0]!.key).toBe(`${T}/ing_1`);
+    expect(states(outs)).toEqual(['validated']);
+  });
+
+  it('moves a webhook whose signature does not verify, or whose ingester is gone, to failed with the reason, and nothing goes on', async () => {
+    const bad = await run(ingester({ provider: 'github', config: { signing_secret: 's' } }), event({ headers: [{ name: 'x-hub-signature-256', value: 'sha256=00' }] }));
+    expect(bad.map((o) => o.topic)).toEqual([topics.transitions]);
+    expect((bad[0]!.value as EventTransition)).toMatchObject({ state: 'failed', reason: expect.stringMatching(/^verification failed: /) });
+    const gone = await run(undefined, event());
+    expect((gone[0]!.value as EventTransition)).toMatchObject({ state: 'failed', reason: 'verification failed: the ingester no longer exists' });
+  });
+});
+
+describe('filter', () => {
+  const run = async (filters: unknown[], e = event(), limits?: Parameters<typeof filterStage>[2]) => {
+    const stage = filterStage(topics, { get: () => ingester({ filters }) }, limits);
+    const outs = await stage.handle(e, ctx());
+    checkWrites(stage, outs);
+    return outs;
+  };
+
+  it('passes an event every rule passes, and drops one a rule fails without any output', async () => {
+    const pass = await run([{ type: 'body', path: 'livemode', op: 'equals', value: true }]);
+    expect(pass.map((o) => o.topic)).toEqual([topics.filtered, topics.transitions]);
+    expect(states(pass)).toEqual(['filtered']);
+    expect(await run([{ type: 'body', path: 'livemode', op: 'equals', value: false }])).toEqual([]);
+  });
+
+  it('sets aside an event it cannot judge: a dead letter with the original bytes, then failed and dlq_queued with the reason', async () => {
+    const outs = await run([{ type: 'body', path: 'kind', op: 'equals', value: 'a' }], event({ body: Buffer.from(`{"kind":"a","pad":"${'x'.repeat(2_000)}"}`) }), { maxBodyBytes: 100, maxJsonDepth: 8, maxHeaderBytes: 100 });
+    expect(outs.map((o) => o.topic)).toEqual([topics.eventsDlq, topics.transitions, topics.transitions]);
+    const letter = outs[0]!.value as DeadLetter;
+    expect(letter).toMatchObject({ stage: 'filter', source_topic: 'in', source_partition: 2, source_offset: 7, tenant_id: T, event_id: 'evt_1' });
+    expect(Buffer.from(letter.value).toString()).toBe('original bytes');
+    expect(states(outs)).toEqual(['failed', 'dlq_queued']);
+    expect((outs[1]!.value as EventTransition).reason).toMatch(/^filter not evaluated: rule 0: /);
+  });
+
+  it('holds back every event of an ingester whose stored filters no longer parse, rather than let them through', async () => {
+    const outs = await run([{ type: 'no-such-rule' }]);
+    expect(outs.map((o) => o.topic)).toEqual([topics.eventsDlq, topics.transitions, topics.transitions]);
+    expect((outs[1]!.value as EventTransition).reason).toMatch(/^filter not evaluated: the ingester's filters are invalid: /);
+  });
+});
+
+describe('route', () => {
+  const flows = (lists: string[][], ingesterId = 'ing_1'): DeliveryFlow[] => lists.map((ids, i) => ({ kind: 'flow', id: `flw_${i}`, tenant_id: T, name: `f${i}`, ingester_id: ingesterId, destination_ids: ids, created_at: now, updated_at: now }));
+  const run = async (fl: DeliveryFlow[], dests: Destination[], maxFanout = 50, e = event()) => {
+    const stage = routeStage(topics, { list: () => fl, get: (_k, _t, id) => dests.find((d) => d.id === id) }, maxFanout);
+    const outs = await stage.handle(e, ctx());
+    checkWrites(stage, outs);
+    return outs.map((o) => o.value as DeliveryTask);
+  };
+
+  it('makes one task per active destination across the ingester\'s flows, once each, keyed by destination, with ids derived from the event', async () => {
+    const dests = [destination('dst_a'), destination('dst_b'), destination('dst_c', 'disabled')];
+    const tasks = await run([...flows([['dst_b', 'dst_a'], ['dst_a', 'dst_c']]), ...flows([['dst_x']], 'ing_other')], dests);
+    expect(tasks.map((t) => t.destination_id)).toEqual(['dst_a', 'dst_b']);
+    for (const t of tasks) expect(t).toMatchObject({ event_id: 'evt_1', tenant_id: T, attempt: 1, replay_of: null, hops: 0 });
+    const again = await run(flows([['dst_b', 'dst_a']]), dests);
+    expect(again.map((t) => t.delivery_id)).toEqual(tasks.map((t) => t.delivery_id));
+    expect(new Set(tasks.map((t) => t.delivery_id)).size).toBe(2);
+  });
+
+  it('goes no further without an active destination, and keeps the first MAX_FANOUT by id beyond the cap', async () => {
+    expect(await run(flows([['dst_c']]), [destination('dst_c', 'disabled')])).toEqual([]);
+    const many = Array.from({ length: 5 }, (_, i) => destination(`dst_${i}`));
+    const tasks = await run(flows([many.map((d) => d.id).reverse()]), many, 3);
+    expect(tasks.map((t) => t.destination_id)).toEqual(['dst_0', 'dst_1', 'dst_2']);
+  });
+});
+
+describe('evidence intake and the delay tiers', () => {
+  it('hands an outcome to the sequencer with its place in deliveries.completed', async () => {
+    const stage = evidenceIntakeStage(topics);
+    const outcome = { tenant_id: T, delivery_id: 'dlv_1', event_id: 'evt_1', destination_id: 'dst_a', correlation_id: 'cor_1', attempt_number: 2, status: 'delivered', response_code: 200, attempted_at: 5, body_sha256: 'ab' } as unknown as DeliveryOutcome;
+    const outs = await stage.handle(outcome, ctx(41));
+    checkWrites(stage, outs);
+    expect(outs).toEqual([{ topic: topics.evidencePending, key: 'dlv_1', record: 'EvidenceLeaf', value: expect.objectContaining({ delivery_id: 'dlv_1', attempt_number: 2, status: 'delivered', source_partition: 2, source_offset: 41 }) }]);
+  });
+
+  it('sends a task that has waited enough on to delivery, else into the longest tier that does not overshoot', () => {
+    const task = { destination_id: 'dst_a', not_before: 100_000 } as DeliveryTask;
+    expect(forward(topics, task, 100_000).topic).toBe(topics.deliveryRequested);
+    expect(forward(topics, task, 90_000).topic).toBe(topics.retryTiers.find((t) => t.delayMs === 5_000)!.topic);
+    expect(forward(topics, task, 99_500).topic).toBe(topics.retryTiers[0]!.topic);
+    expect(forward(topics, task, 100_000 - 3_600_000).topic).toBe(topics.retryTiers.find((t) => t.delayMs === 1_800_000)!.topic);
+    expect(forward(topics, task, 0).key).toBe('dst_a');
+  });
+});
