@@ -59,7 +59,7 @@ export interface ConsumerSpec {
   name: ConsumerName;
   stage: 'validate' | 'filter' | 'route' | 'deliver' | 'retry' | 'evidence' | 'sink';
   reads: string[];
-  /** Topics its outputs may go to; the runner refuses any other (the sink writes ClickHouse, not Kafka). */
+  /** Topics its outputs may go to; the runner refuses any other. */
   writes: string[];
 }
 
@@ -78,7 +78,7 @@ export function consumers(topics: Topics): ConsumerSpec[] {
     { name: 'retry', stage: 'retry', reads: tiers, writes: [topics.deliveryRequested, ...tiers] },
     { name: 'evidence-intake', stage: 'evidence', reads: [topics.deliveryCompleted], writes: [topics.evidencePending, topics.eventsDlq] },
     { name: 'evidence-sequencer', stage: 'evidence', reads: [topics.evidencePending], writes: [topics.evidenceLeaves] },
-    { name: 'sink', stage: 'sink', reads: [topics.received, topics.transitions, topics.deliveryCompleted, topics.logs, topics.evidenceLeaves], writes: [] },
+    { name: 'sink', stage: 'sink', reads: [topics.received, topics.transitions, topics.deliveryCompleted, topics.logs, topics.evidenceLeaves], writes: [topics.transitions] },
   ];
 }
 

@@ -97,8 +97,9 @@ export function deliverStage(deps: DeliverDeps): RecordStage<'DeliveryTask'> {
     const ids = { delivery_id: task.delivery_id, destination_id: task.destination_id };
     switch (decision.action) {
       case 'delivered':
+        // the outcome record (status delivered) is the record of the `delivered` transition
         log.info('delivered', fields);
-        return [transition(topics, event, 'delivered', ids)];
+        return [];
       case 'retry':
       case 'wait': {
         const next: DeliveryTask = { ...task, attempt: decision.action === 'retry' ? decision.attempt : task.attempt, not_before: decision.at };

@@ -53,6 +53,15 @@ export function receivedRow(e: WebhookEvent) {
   return transitionRow({ event_id: e.event_id, tenant_id: e.tenant_id, ingester_id: e.ingester_id, correlation_id: e.correlation_id, state: 'received', at: e.received_at, reason: null, delivery_id: null, destination_id: null });
 }
 
+/**
+ * The `delivered` transition of a delivery: its outcome record with status `delivered` is the
+ * record of that state, at the end of the attempt. Outcomes carry no ingester id (the
+ * transition rows of a delivery are found by event and delivery).
+ */
+export function deliveredRow(o: DeliveryOutcome) {
+  return transitionRow({ event_id: o.event_id, tenant_id: o.tenant_id, ingester_id: '', correlation_id: o.correlation_id, state: 'delivered', at: o.attempted_at + o.duration_ms, reason: null, delivery_id: o.delivery_id, destination_id: o.destination_id });
+}
+
 export function deliveryRow(o: DeliveryOutcome) {
   return {
     tenant_id: o.tenant_id,

@@ -7,7 +7,7 @@ import { produceOutputs, type RunnerDeps, type RunningStage } from '../runner/ru
 import type { AnyOutput } from '../runner/stage';
 import { stageConsumer } from '../runner/stage-consumer';
 import { transition } from '../transitions';
-import { deliveryRow, eventRow, evidenceRows, logRow, receivedRow, transitionRow } from './rows';
+import { deliveredRow, deliveryRow, eventRow, evidenceRows, logRow, receivedRow, transitionRow } from './rows';
 
 /**
  * The tables the sink fills, in the order a flush inserts them: a checkpoint row goes in only
@@ -126,9 +126,12 @@ export async function runSink(topics: Topics, writer: RowWriter, deps: RunnerDep
         case 'event_transitions':
           rows.push(transitionRow(value as EventTransition));
           break;
-        case 'deliveries':
-          rows.push(deliveryRow(value as DeliveryOutcome));
+        case 'deliveries': {
+          const outcome = value as DeliveryOutcome;
+          rows.push(deliveryRow(outcome));
+          if (outcome.status === 'delivered') rowsOf('event_transitions').push(deliveredRow(outcome));
           break;
+        }
         case 'evidence_leaves': {
           const b = value as EvidenceBatch;
           const r = evidenceRows(b);

@@ -1,4 +1,4 @@
-import { chTime } from '../../pipeline/sink/rows';
+import { chTime, deliveredRow } from '../../pipeline/sink/rows';
 
 /** The sink's DateTime64(3) text, kept per second, is what the ISO form of the same instant says. */
 describe('ClickHouse time text', () => {
@@ -12,5 +12,12 @@ describe('ClickHouse time text', () => {
       ...Array.from({ length: 3_000 }, () => Math.floor(Math.random() * 4e12)),
     ];
     for (const ms of instants) expect(chTime(ms)).toBe(iso(ms));
+  });
+});
+
+describe('the delivered transition from an outcome', () => {
+  it('is the outcome of a delivered attempt, at the end of the attempt, with its delivery and destination', () => {
+    const outcome = { delivery_id: 'dlv_1', event_id: 'evt_1', tenant_id: 't', destination_id: 'dst_1', correlation_id: 'cor_1', attempt_number: 2, status: 'delivered' as const, response_code: 200, attempted_at: Date.UTC(2026, 10, 25, 12, 0, 0, 0), duration_ms: 250, error_message: null, body_sha256: 'x', next_attempt_at: null };
+    expect(deliveredRow(outcome)).toEqual({ tenant_id: 't', event_id: 'evt_1', ingester_id: '', state: 'delivered', at: '2026-11-25 12:00:00.250', correlation_id: 'cor_1', reason: null, delivery_id: 'dlv_1', destination_id: 'dst_1' });
   });
 });
