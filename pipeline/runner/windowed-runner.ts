@@ -117,7 +117,7 @@ export async function runWindowedStage<N extends RecordName>(stage: RecordStage<
 
   const start = (source: StageContext['source'], partition: number, slot: Slot, value: RecordTypes[N] | undefined, undecodable?: string) => {
     const { topic } = source;
-    inFlight++;
+    // the caller reserved this record's place in `inFlight`
     const key = value !== undefined && options.keyOf ? options.keyOf(value as never) : '';
     void (async () => {
       await acquire(key, options.perKey ?? Number.MAX_SAFE_INTEGER);
@@ -156,13 +156,20 @@ export async function runWindowedStage<N extends RecordName>(stage: RecordStage<
       if (message.value === null) {
         slot.done = true;
       } else {
+        // reserved before decoding: another partition's batch checking the limit meanwhile sees it
+        inFlight++;
         const source = { topic: batch.topic, key: message.key, value: message.value };
         let value: RecordTypes[N] | undefined;
         try {
           value = (await deps.codec.decode(stage.input.record, message.value)) as RecordTypes[N];
         } catch (err) {
           // a registry or broker that does not answer fails the batch; bytes that never decode are set aside
-          if (!(err instanceof UndecodableRecordError) || !deps.deadLetterTopic) throw err;
+          if (!(err instanceof UndecodableRecordError) || !deps.deadLetterTopic) {
+            // the batch is fetched again from this record: it must not hold a slot of its own meanwhile
+            inFlight--;
+            w.slots.pop();
+            throw err;
+          }
           start(source, batch.partition, slot, undefined, `the record cannot be decoded as ${stage.input.record}: ${errorMessage(err)}`);
           resolveOffset(message.offset);
           continue;
