@@ -1503,6 +1503,24 @@ const API_DESCRIPTION = `Webhook ingestion and delivery on Apache Kafka. Webhook
 
 **Evidence surface.** Routes under \`/v1/mcp/\` take the same keys; the key's own tenant is implied. \`POST /v1/mcp\` is a Model Context Protocol server (Streamable HTTP) whose tools mirror these routes and add live runtime and trust proofs.`;
 
+/** The request bodies whose members the routes take from this document. */
+export type BodyComponent = 'DestinationCreate' | 'IngesterCreate' | 'IngesterUpdate' | 'DeliveryFlowCreate' | 'DeliveryFlowUpdate' | 'SavedPayloadCreate' | 'ApiKeyCreate';
+
+let bodySchemas: Json | undefined;
+
+/**
+ * The members a request body may have, from its component here (the object at `path` inside it,
+ * e.g. the items of `delivery_flows`): the routes refuse every other member, so this document is
+ * the one list of them.
+ */
+export function bodyMembers(component: BodyComponent, ...path: string[]): string[] {
+  bodySchemas ??= schemas('');
+  let s = bodySchemas[component] as Json | undefined;
+  for (const k of path) s = (k === '[]' ? s?.items : (s?.properties as Json | undefined)?.[k]) as Json | undefined;
+  if (!s?.properties) throw new Error(`no object schema at ${[component, ...path].join('.')}`);
+  return Object.keys(s.properties as Json);
+}
+
 /** The OpenAPI 3.1 document of the API; `errorBase` is the base of the problem type URIs (ERROR_BASE). */
 export function openApiDocument(options: { errorBase: string; serverUrl?: string }): Record<string, unknown> {
   const { errorBase } = options;

@@ -10,13 +10,13 @@ import type { KeyUsage } from '../../platform/redis/key-usage';
 import { authOf, requireResourceOf, requireScope } from '../auth';
 import { pageOf } from '../paging';
 import { BodyChecker } from '../validation';
+import { bodyMembers } from '../openapi';
 
 /** Longest lifetime a key may be given: far enough for any plan, short of forever. */
 export const MAX_KEY_LIFETIME_DAYS = 3653;
 /** Most resource ids one key may be limited to. */
 export const MAX_KEY_RESOURCES = 100;
 export const RESOURCE_ID_PATTERN = /^[a-z]{3}_[0-9a-hjkmnp-tv-z]{26}$/;
-const CREATE_MEMBERS = ['name', 'scopes', 'expires_at', 'resource_ids'];
 
 /** A key as shown: never its secret, never its hash. */
 export function apiKeyView(k: ApiKey, lastUsedAt: string | null, now = Date.now()) {
@@ -43,7 +43,7 @@ interface KeyInput {
 /** The body of a create, checked whole (400), then against what the calling key may grant (403). */
 function readCreate(body: unknown, caller: ApiKey, now: number): KeyInput {
   const check = new BodyChecker(body);
-  check.only(CREATE_MEMBERS);
+  check.only(bodyMembers('ApiKeyCreate'));
   const name = check.string('name', { required: true, max: 200 });
   const scopes = check.stringArray('scopes');
   if (scopes === undefined && check.body.scopes === undefined) check.fail('scopes', 'is required');

@@ -11,13 +11,12 @@ import { authOf, requireResource, requireScope } from '../auth';
 import { BodyChecker } from '../validation';
 import { maskAuth, parseDestinationAuth } from '../../core/destination-auth';
 import { pageOf } from '../paging';
+import { bodyMembers } from '../openapi';
 
 export function destinationView(d: Destination) {
   return { id: d.id, name: d.name, url: d.url, status: d.status, created_at: d.created_at, updated_at: d.updated_at, disabled_reason: d.disabled_reason, retry_schedule_ms: d.retry_schedule_ms ?? null, auth: maskAuth(d.auth) };
 }
 
-/** What a create writes, and what a GET shows beside it (accepted, kept as the service sets it). */
-const DESTINATION_MEMBERS = ['name', 'url', 'retry_schedule_ms', 'auth', 'id', 'status', 'created_at', 'updated_at', 'disabled_reason'];
 
 export function destinationsRouter(store: ConfigStore, claims: NameClaims, options: { httpsOnly?: boolean; refusalOf: (url: string) => Promise<string | null>; quotas?: Quotas }): Router {
   const router = express.Router({ mergeParams: true });
@@ -32,7 +31,8 @@ export function destinationsRouter(store: ConfigStore, claims: NameClaims, optio
   router.post('/', requireScope('write:destinations'), async (req, res) => {
     const key = authOf(res);
     const check = new BodyChecker(req.body);
-    check.only(DESTINATION_MEMBERS);
+    // what a create writes, and what a GET shows beside it (accepted, kept as the service sets it)
+    check.only(bodyMembers('DestinationCreate'));
     const name = check.string('name', { required: true, max: 200 });
     const url = check.url('url', { required: true });
     if (options.httpsOnly && url !== undefined && /^http:/i.test(url.trim())) check.fail('url', 'must be an https: URL on this deployment');

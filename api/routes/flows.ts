@@ -8,6 +8,7 @@ import type { ConfigStore } from '../../platform/config-store/config-store';
 import { authOf, requireResource, requireScope } from '../auth';
 import { pageOf } from '../paging';
 import { BodyChecker } from '../validation';
+import { bodyMembers } from '../openapi';
 
 export function flowView(f: DeliveryFlow) {
   return { id: f.id, name: f.name, ingester_id: f.ingester_id, destination_ids: f.destination_ids, created_at: f.created_at, updated_at: f.updated_at };
@@ -26,7 +27,7 @@ export function flowsRouter(store: ConfigStore, maxFanout: number, quotas: Quota
     const tenantId = authOf(res).tenant_id;
     const check = new BodyChecker(body);
     // what a GET shows is accepted back; on an update the ingester cannot change
-    check.only(['name', 'ingester_id', 'destination_ids', 'id', 'created_at', 'updated_at']);
+    check.only(bodyMembers(previous ? 'DeliveryFlowUpdate' : 'DeliveryFlowCreate'));
     const name = check.string('name', { required: true, max: 200 });
     const ingesterId = previous ? previous.ingester_id : check.string('ingester_id', { required: true });
     if (previous && check.body.ingester_id !== undefined && check.body.ingester_id !== previous.ingester_id) check.fail('ingester_id', 'cannot change: a delivery flow belongs to its ingester');

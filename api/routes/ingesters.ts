@@ -10,6 +10,7 @@ import type { ConfigStore } from '../../platform/config-store/config-store';
 import { authOf, requireResource, requireScope } from '../auth';
 import { pageOf } from '../paging';
 import { BodyChecker } from '../validation';
+import { bodyMembers } from '../openapi';
 
 import { MASK, maskValue, SECRET_FIELDS } from '../../core/secrets/fields';
 
@@ -75,8 +76,6 @@ interface IngesterInput {
 }
 
 /** What a create or update writes, and what a GET shows beside it (accepted, kept as the service sets it). */
-const INGESTER_MEMBERS = ['name', 'provider', 'config', 'filters', 'destination_ids', 'delivery_flows', 'id', 'hook_url', 'created_at', 'updated_at'];
-const FLOW_ENTRY_MEMBERS = ['id', 'name', 'destination_ids'];
 
 /**
  * `delivery_flows` as a GET shows it: `[{id?, name?, destination_ids}]`. On a create every entry
@@ -100,7 +99,7 @@ function readFlows(check: BodyChecker, store: ConfigStore, tenantId: string, ing
       continue;
     }
     const e = entry as Record<string, unknown>;
-    for (const k of Object.keys(e)) if (!FLOW_ENTRY_MEMBERS.includes(k)) check.fail(`${at}.${k}`, 'is not a member of a delivery flow');
+    for (const k of Object.keys(e)) if (!bodyMembers('IngesterCreate', 'delivery_flows', '[]').includes(k)) check.fail(`${at}.${k}`, 'is not a member of a delivery flow');
     let id: string | undefined;
     if (e.id !== undefined && e.id !== null) {
       if (typeof e.id !== 'string') check.fail(`${at}.id`, 'must be a string');
@@ -135,7 +134,7 @@ function readFlows(check: BodyChecker, store: ConfigStore, tenantId: string, ing
 /** Reads a create (all fields) or an update (name required, the rest kept from `previous`). */
 function readIngester(body: unknown, store: ConfigStore, res: Response, tenantId: string, previous?: Ingester): IngesterInput {
   const check = new BodyChecker(body);
-  check.only(INGESTER_MEMBERS);
+  check.only(bodyMembers(previous ? 'IngesterUpdate' : 'IngesterCreate'));
   const name = check.string('name', { required: true, max: 200 });
   const provider = check.oneOf('provider', SUPPORTED_PROVIDERS, { required: !previous }) ?? previous?.provider;
   const given = check.object('config');

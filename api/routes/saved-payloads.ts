@@ -7,6 +7,7 @@ import type { ConfigStore } from '../../platform/config-store/config-store';
 import { authOf, requireResource, requireScope } from '../auth';
 import { pageOf } from '../paging';
 import { BodyChecker } from '../validation';
+import { bodyMembers } from '../openapi';
 
 /** Largest saved payload, as JSON text. */
 export const MAX_PAYLOAD_BYTES = 256 * 1024;
@@ -29,7 +30,7 @@ export function savedPayloadsRouter(store: ConfigStore, quotas: Quotas = DEFAULT
     const key = authOf(res);
     const check = new BodyChecker(req.body);
     // what a GET shows is accepted back; `id` and `created_at` are the service's own
-    check.only(['name', 'payload', 'id', 'created_at']);
+    check.only(bodyMembers('SavedPayloadCreate'));
     const name = check.string('name', { required: true, max: 200 });
     const payload = check.object('payload', { required: true });
     check.done();
