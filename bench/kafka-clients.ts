@@ -10,7 +10,7 @@
  *   pass     consume as above and produce each batch to KC_TO (acks=all) before committing it,
  *            what a stage of the service does.
  *
- * KC_CLIENT is `kafkajs` (the service's client, with its settings) or `platformatic`
+ * KC_CLIENT is `kafkajs` (the service's client, with its settings and partitioner) or `platformatic`
  * (@platformatic/kafka). The process prints `kclient started` when the measured part begins
  * (the first send, or the first record received) and `kclient result {json}` at the end, with
  * the elapsed time and its own CPU time (process.cpuUsage) over that part, then exits.
@@ -19,6 +19,7 @@ import { inspect } from 'node:util';
 import { crc32 } from 'node:zlib';
 import type { Consumer, Producer } from 'kafkajs';
 import { createKafka, createProducer } from '../platform/kafka/client';
+import { murmur2Partitioner } from '../platform/kafka/partitioner';
 
 const env = (name: string) => {
   const v = process.env[name];
@@ -148,7 +149,7 @@ async function sendAll(count: number, inflight: number, send: (from: number, to:
 
 async function kafkajsProduce(): Promise<void> {
   const kafka = createKafka(BROKERS, `kc-produce-${process.pid}`);
-  const producer: Producer = IDEMPOTENT ? createProducer(kafka) : kafka.producer({ allowAutoTopicCreation: false });
+  const producer: Producer = IDEMPOTENT ? createProducer(kafka, { createPartitioner: murmur2Partitioner }) : kafka.producer({ allowAutoTopicCreation: false, createPartitioner: murmur2Partitioner });
   await producer.connect();
   const records = Array.from({ length: COUNT }, (_, i) => recordOf(i));
   const w = new Window();
@@ -163,7 +164,7 @@ async function kafkajsConsume(passTo: string | undefined): Promise<void> {
   const kafka = createKafka(BROKERS, `kc-${MODE}-${process.pid}`);
   let producer: Producer | undefined;
   if (passTo) {
-    producer = createProducer(kafka);
+    producer = createProducer(kafka, { createPartitioner: murmur2Partitioner });
     await producer.connect();
   }
   const consumer: Consumer = kafka.consumer({ groupId: env('KC_GROUP'), maxWaitTimeInMs: 50, sessionTimeout: 10_000, heartbeatInterval: 3_000, maxBytes: MAX_BYTES, maxBytesPerPartition: MAX_BYTES_PER_PARTITION, allowAutoTopicCreation: false });
