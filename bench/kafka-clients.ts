@@ -3,7 +3,8 @@
  * this script once per client and task, so that each figure is the CPU of that client alone.
  *
  *   produce  KC_COUNT records (key `r<i>`, a 1.3 KB value carrying i) to KC_TOPIC, KC_BATCH
- *            records per send, at most KC_INFLIGHT sends in flight, idempotent, acks=all;
+ *            records per send, idempotent, acks=all, at most KC_INFLIGHT sends in flight (one for
+ *            @platformatic/kafka, see platformaticProduce);
  *   consume  read KC_TOPIC from the beginning with the new group KC_GROUP, committing after each
  *            batch; every record is checked (see `Tally`), and the run fails unless exactly
  *            KC_COUNT distinct records arrived with the expected contents;
@@ -34,8 +35,6 @@ const TOPIC = env('KC_TOPIC');
 const COUNT = Number(env('KC_COUNT'));
 const BATCH = Number(process.env.KC_BATCH ?? 500);
 const INFLIGHT = Number(process.env.KC_INFLIGHT ?? 4);
-/** KC_IDEMPOTENT=0 measures the plain producer (acks=all still). */
-const IDEMPOTENT = process.env.KC_IDEMPOTENT !== '0';
 /** A reader that got nothing for this long gives up and reports what it has (a failed run). */
 const IDLE_MS = Number(process.env.KC_IDLE_MS ?? 20_000);
 /** The fetch limits of both clients (kafkajs' defaults), so that a fetch brings the same records. */
@@ -149,7 +148,7 @@ async function sendAll(count: number, inflight: number, send: (from: number, to:
 
 async function kafkajsProduce(): Promise<void> {
   const kafka = createKafka(BROKERS, `kc-produce-${process.pid}`);
-  const producer: Producer = IDEMPOTENT ? createProducer(kafka, { createPartitioner: murmur2Partitioner }) : kafka.producer({ allowAutoTopicCreation: false, createPartitioner: murmur2Partitioner });
+  const producer: Producer = createProducer(kafka, { createPartitioner: murmur2Partitioner });
   await producer.connect();
   const records = Array.from({ length: COUNT }, (_, i) => recordOf(i));
   const w = new Window();
@@ -206,10 +205,10 @@ async function kafkajsConsume(passTo: string | undefined): Promise<void> {
 
 async function platformaticProduce(): Promise<void> {
   const pk = await import('@platformatic/kafka');
-  const producer = new pk.Producer({ clientId: `kc-produce-${process.pid}`, bootstrapBrokers: BROKERS, idempotent: IDEMPOTENT, acks: pk.ProduceAcks.ALL, autocreateTopics: false });
+  const producer = new pk.Producer({ clientId: `kc-produce-${process.pid}`, bootstrapBrokers: BROKERS, idempotent: true, acks: pk.ProduceAcks.ALL, autocreateTopics: false });
   const records = Array.from({ length: COUNT }, (_, i) => ({ topic: TOPIC, ...recordOf(i) }));
   // the idempotent producer's id is fetched by the first send; do it before the clock starts, as kafkajs' connect does
-  if (IDEMPOTENT) await producer.initIdempotentProducer({});
+  await producer.initIdempotentProducer({});
   const w = new Window();
   w.start();
   // Its idempotent producer numbers a request's records when the request is built and advances
@@ -217,7 +216,7 @@ async function platformaticProduce(): Promise<void> {
   // answered repeats the sequence numbers (the broker refuses it as out of order, or drops it
   // as a duplicate). One send at a time then, which is what kafkajs does internally: it holds
   // a lock per broker from numbering a request to its answer.
-  await sendAll(COUNT, IDEMPOTENT ? 1 : INFLIGHT, (from, to) => producer.send({ messages: records.slice(from, to) }));
+  await sendAll(COUNT, 1, (from, to) => producer.send({ messages: records.slice(from, to) }));
   w.finish(COUNT);
   await producer.close();
 }
