@@ -63,10 +63,13 @@ const S = {
   queryRounds: Math.max(1, int('QUERY_ROUNDS', 3, 2)),
   evidenceLeaves: Math.max(1_000, int('EVIDENCE_LEAVES', 1_000_000, 100_000)),
   evidenceSealOutcomes: Math.max(100, int('EVIDENCE_SEAL_OUTCOMES', 20_000, 5_000)),
+  clientRecords: Math.max(1_000, int('KAFKA_CLIENT_RECORDS', 100_000, 10_000)),
+  clientBatch: Math.max(1, int('KAFKA_CLIENT_BATCH', 500, 500)),
+  clientInflight: Math.max(1, int('KAFKA_CLIENT_INFLIGHT', 4, 4)),
   timeoutMin: int('BENCH_TIMEOUT_MINUTES', 60, 20),
   logLevel: process.env.BENCH_LOG_LEVEL ?? 'info',
 };
-const ALL_SCENARIOS = ['ingest', 'delivery', 'end_to_end', 'memory', 'peer_bullmq', 'sink', 'query', 'evidence'] as const;
+const ALL_SCENARIOS = ['ingest', 'delivery', 'end_to_end', 'memory', 'peer_bullmq', 'kafka_client', 'sink', 'query', 'evidence'] as const;
 type Scenario = (typeof ALL_SCENARIOS)[number];
 const SELECTED = new Set<string>((process.env.BENCH_SCENARIOS ?? ALL_SCENARIOS.join(',')).split(',').map((s) => s.trim()).filter(Boolean));
 for (const s of SELECTED) if (!(ALL_SCENARIOS as readonly string[]).includes(s)) throw new Error(`BENCH_SCENARIOS: unknown scenario ${s}; known: ${ALL_SCENARIOS.join(', ')}`);
@@ -820,6 +823,112 @@ async function closedLoopThrough(ctx: Ctx, side: { name: string; pool: ReturnTyp
  * ClickHouse by a service that runs the sink alone (STAGES=api,sink), against the same rows
  * inserted by the bare @clickhouse/client in the sink's batch size, in a process of its own.
  */
+// ---------------------------------------------------------------------------------------------
+// the Kafka client
+
+const CLIENTS = ['kafkajs', 'platformatic'] as const;
+type Client = (typeof CLIENTS)[number];
+const CLIENT_NAMES: Record<Client, string> = { kafkajs: 'kafkajs', platformatic: '@platformatic/kafka' };
+type ClientTask = 'produce' | 'consume' | 'pass';
+interface ClientRun {
+  perS: number;
+  cpuUsPerRecord: number;
+  brokerUsPerRecord: number;
+  commits?: number;
+}
+
+function packageVersion(name: string): string {
+  return (JSON.parse(readFileSync(path.join(REPO_ROOT, 'node_modules', name, 'package.json'), 'utf8')) as { version: string }).version;
+}
+
+/** Records in a topic: the sum of its partitions' end offsets (the topics here are fresh). */
+async function recordsIn(ctx: Ctx, topic: string): Promise<number> {
+  return (await ctx.admin.fetchTopicOffsets(topic)).reduce((sum, p) => sum + Number(p.high) - Number(p.low), 0);
+}
+
+/** One task of one client in a process of its own (bench/kafka-clients.ts); its figures and the broker's CPU over the same span. */
+async function clientRun(ctx: Ctx, client: Client, task: ClientTask, topic: string, to?: string): Promise<ClientRun> {
+  const tag = runTag();
+  const child = spawnScript(`${client} ${task}`, 'bench/kafka-clients.ts', [], { ...process.env, KC_CLIENT: client, KC_MODE: task, KC_BROKERS: ctx.infra.brokers.join(','), KC_TOPIC: topic, KC_TO: to ?? '', KC_GROUP: `bench-kc-${tag}`, KC_COUNT: String(S.clientRecords), KC_BATCH: String(S.clientBatch), KC_INFLIGHT: String(S.clientInflight) }, path.join(ctx.root, `kc-${client}-${task}-${tag}.log`));
+  try {
+    await child.waitForOutput(/kclient started/, 120_000);
+    const before = cpuSnapshot({ client: child.pid });
+    const [, json] = await child.waitForOutput(/kclient result (\{.*\})/, 600_000);
+    const after = cpuSnapshot({ client: child.pid });
+    const exit = await child.exited;
+    const r = JSON.parse(json!) as { count: number; per_s: number; cpu_us_per_record: number; commits?: number; ok?: boolean };
+    if (exit.code !== 0 || r.ok === false) throw new Error(`${CLIENT_NAMES[client]} ${task} of ${topic} failed (exit ${exit.code ?? exit.signal}): ${tail(child.logFile, 1500)}`);
+    const broker = cpuBetween(before, after).byPart['broker JVM'] ?? 0;
+    return { perS: r.per_s, cpuUsPerRecord: r.cpu_us_per_record, brokerUsPerRecord: broker / r.count, ...(r.commits === undefined ? {} : { commits: r.commits }) };
+  } finally {
+    await child.stop(5_000);
+  }
+}
+
+/**
+ * kafkajs (the service's client) against @platformatic/kafka, each in a process of its own,
+ * alternating which goes first in each repetition: produce to a fresh topic, consume a prefilled
+ * topic with a new group, and consume -> produce (a stage's hop). Every read checks each record
+ * and a checksum, every written topic is counted, and the last topics each client wrote are read
+ * back by the other client: a figure only counts if the records are exactly right.
+ */
+async function scenarioKafkaClient(ctx: Ctx): Promise<void> {
+  const n = S.clientRecords;
+  const run = runTag();
+  const topicOf = (what: string) => `bench.kc.${run}.${what}`;
+  const source = topicOf('source');
+  await ensureTopics(ctx.kafka, [{ topic: source, partitions: PARTITIONS }], 1);
+  await clientRun(ctx, 'kafkajs', 'produce', source);
+  if ((await recordsIn(ctx, source)) !== n) throw new Error(`the source topic holds ${await recordsIn(ctx, source)} records, not ${n}`);
+  const runs: Record<Client, Record<ClientTask, ClientRun[]>> = { kafkajs: { produce: [], consume: [], pass: [] }, platformatic: { produce: [], consume: [], pass: [] } };
+  const written: Record<Client, string[]> = { kafkajs: [], platformatic: [] };
+  for (let rep = 0; rep < S.reps; rep++) {
+    const order = rep % 2 === 0 ? CLIENTS : ([...CLIENTS].reverse() as Client[]);
+    for (const task of ['produce', 'consume', 'pass'] as const) {
+      for (const client of order) {
+        const out = topicOf(`${task}.${client}.${rep}`);
+        if (task !== 'consume') await ensureTopics(ctx.kafka, [{ topic: out, partitions: PARTITIONS }], 1);
+        const r = task === 'produce' ? await clientRun(ctx, client, task, out) : await clientRun(ctx, client, task, source, task === 'pass' ? out : undefined);
+        if (task !== 'consume') {
+          const got = await recordsIn(ctx, out);
+          if (got !== n) throw new Error(`${CLIENT_NAMES[client]} ${task}: ${out} holds ${got} records, not ${n}`);
+          written[client].push(out);
+        }
+        runs[client][task].push(r);
+      }
+    }
+    const line = (t: ClientTask) => CLIENTS.map((c) => `${CLIENT_NAMES[c]} ${Math.round(runs[c][t][rep]!.perS)}/s ${round(runs[c][t][rep]!.cpuUsPerRecord, 1)} us`).join(', ');
+    say(`kafka_client rep ${rep + 1}/${S.reps}: produce ${line('produce')}; consume ${line('consume')}; pass ${line('pass')}`);
+  }
+  // what each client wrote, read back and checked by the other one
+  for (const client of CLIENTS) {
+    const reader: Client = client === 'kafkajs' ? 'platformatic' : 'kafkajs';
+    for (const topic of written[client].slice(-2)) await clientRun(ctx, reader, 'consume', topic);
+  }
+
+  const kjs = packageVersion('kafkajs');
+  const pk = packageVersion('@platformatic/kafka');
+  const med = (c: Client, t: ClientTask, f: (r: ClientRun) => number) => round(median(runs[c][t].map(f)), 1);
+  const perRep = (t: ClientTask) => Object.fromEntries(CLIENTS.map((c) => [CLIENT_NAMES[c], runs[c][t].map((r) => ({ per_s: Math.round(r.perS), cpu_us_per_record: round(r.cpuUsPerRecord, 1), broker_us_per_record: round(r.brokerUsPerRecord, 1), ...(r.commits === undefined ? {} : { commits: r.commits }) }))]));
+  const common = `${n.toLocaleString('en-US')} records of 1.3 KB (key r<i>, the value carrying i), ${PARTITIONS} partitions, one process per client and task, ${S.reps} repetitions alternating which client goes first; kafkajs ${kjs} (with this repository's encoder patch) as the service configures it (its murmur2 partitioner included), @platformatic/kafka ${pk} (the newest release for Node 20; 2.x needs Node >= 22.22). CPU: the client process's own user+system time (process.cpuUsage) over the measured span, per record; the broker JVM's CPU over the same span (read from /proc around it, so approximate) is in details. Every read checks each record's key against its value, counts duplicates and a CRC-32 checksum against the expected one; every written topic must hold exactly ${n.toLocaleString('en-US')} records, and the last two topics each client wrote are read back by the other client; any miss fails the scenario.`;
+  const tasks: { task: ClientTask; metric: string; how: string }[] = [
+    { task: 'produce', metric: 'records produced per second (acks=all, idempotent)', how: `Produce: ${S.clientBatch} records per send to a fresh topic, idempotent producer, acks=all, from the first send until the last is acknowledged. kafkajs gets ${S.clientInflight} sends in flight, which it serialises by itself (one produce request at a time per broker, from building to answer); @platformatic/kafka gets one at a time, because with idempotence it numbers a request when building it and advances the numbers on the answer, so sends in flight at once repeat sequence numbers (the broker refuses them as out of order, or drops them as duplicates while the send succeeds: seen here on one partition).` },
+    { task: 'consume', metric: 'records consumed per second (new group, commit per batch)', how: `Consume: the prefilled topic from the beginning with a new consumer group, offsets committed after each batch, from the first record to the last commit. kafkajs: eachBatch, partitionsConsumedConcurrently 4, maxWaitTimeInMs 50, a commit per fetched partition batch. @platformatic/kafka: its record stream (for await), maxWaitTime 50, the same fetch byte limits (10 MB, 1 MB per partition), a commit whenever ${S.clientBatch} records are pending or the stream holds no more fetched records.` },
+    { task: 'pass', metric: 'records passed through per second (consume -> produce -> commit)', how: `Pass-through, what a stage does: each batch consumed as above is produced to a fresh topic in one send (idempotent, acks=all), then its offsets are committed. kafkajs handles up to 4 partitions' batches at once; @platformatic/kafka's stream is handled one batch at a time.` },
+  ];
+  for (const t of tasks) {
+    const values = runs.platformatic[t.task].map((r) => r.perS);
+    const base = runs.kafkajs[t.task].map((r) => r.perS);
+    const v = overReps(values, 0);
+    const b = overReps(base, 0);
+    const cpuText = CLIENTS.map((c) => `${CLIENT_NAMES[c]} ${med(c, t.task, (r) => r.cpuUsPerRecord)} us (broker ${med(c, t.task, (r) => r.brokerUsPerRecord)} us)`).join(', ');
+    entry({ name: `kafka_client_${t.task}`, metric: t.metric, unit: 'records/s', ...v, repetitions: S.reps, baseline: { name: `kafkajs ${kjs}`, ...b, unit: 'records/s' }, ratio: round(v.value / b.value), target: 1, better: 'higher', notes: `${t.how} CPU per record (median): ${cpuText}. ${common} ratio = @platformatic/kafka / kafkajs; target (this suite's own): 1, the candidate at least as fast as the client in use.`, details: { per_rep: perRep(t.task) } });
+    const c = overReps(runs.platformatic[t.task].map((r) => r.cpuUsPerRecord), 1);
+    const cb = overReps(runs.kafkajs[t.task].map((r) => r.cpuUsPerRecord), 1);
+    entry({ name: `kafka_client_${t.task}_cpu`, metric: `client CPU per record, ${t.task}`, unit: 'us/record', ...c, repetitions: S.reps, baseline: { name: `kafkajs ${kjs}`, ...cb, unit: 'us/record' }, ratio: round(cb.value / c.value), target: 1, better: 'higher', notes: `The client process's own CPU (process.cpuUsage, user+system) per record over the ${t.task} runs of kafka_client_${t.task}; broker JVM per record (median): ${CLIENTS.map((x) => `${CLIENT_NAMES[x]} ${med(x, t.task, (r) => r.brokerUsPerRecord)} us`).join(', ')}. ratio = kafkajs / @platformatic/kafka, above 1: @platformatic/kafka needs less; target (this suite's own): 1.` });
+  }
+}
+
 async function scenarioSink(ctx: Ctx): Promise<void> {
   const n = S.sinkRows;
   // the sink's insert size, as the service reads it (SINK_BATCH_ROWS)
@@ -1042,7 +1151,7 @@ async function main(): Promise<number> {
   let ctx: Ctx | undefined;
   let ok = false;
   try {
-    const needsInfra = ['ingest', 'delivery', 'end_to_end', 'memory', 'peer_bullmq', 'sink', 'query'].some((s) => wants(s as Scenario));
+    const needsInfra = ['ingest', 'delivery', 'end_to_end', 'memory', 'peer_bullmq', 'kafka_client', 'sink', 'query'].some((s) => wants(s as Scenario));
     if (needsInfra) {
       const t = performance.now();
       [kafkaServer, redis] = await Promise.all([startLocalKafka(path.join(root, 'kafka')), startLocalRedis(path.join(root, 'redis'))]);
@@ -1078,6 +1187,7 @@ async function main(): Promise<number> {
     }
     const infra = ctx;
     if (infra && wants('peer_bullmq')) await timed('peer_bullmq', () => scenarioPeerBullmq(infra));
+    if (infra && wants('kafka_client')) await timed('kafka_client', () => scenarioKafkaClient(infra));
     if (infra && wants('sink')) await timed('sink', () => scenarioSink(infra));
     if (infra && wants('query')) await timed('query', () => scenarioQuery(infra));
     if (ctx) {
