@@ -372,7 +372,7 @@ async function delivery(ctx: Ctx, svc: ServiceInstance, flow: Flow): Promise<voi
     unit: 'deliveries/s',
     values: stageRates,
     baseline: { name: 'raw undici POST', values: rawRates, unit: 'req/s' },
-    notes: `Isolated: ${n} DeliveryTask records (1 KB JSON body, one destination) produced onto deliveries.requested while the service runs STAGES=api,deliver; counted at the receiver process from the moment the backlog is fully produced up to the 95th-percentile arrival. The stage's concurrency is DELIVERY_PER_DESTINATION (32) for the one destination; each delivery is signed (Standard Webhooks), sent through the SSRF-guarded agent, and its outcome and delivered transition are produced (acks=all) before its offset may be committed. Baseline: 1 KB POSTs from an undici Pool with ${S.concurrency} connections (no pipelining, closed loop) to the same receiver, ${S.warmupS} s warm-up then ${S.seconds} s counted. ratio = value / baseline. CPU per delivery (us, median): ${partsText(medianParts(cpuParts))}.${overlapNote}`,
+    notes: `Isolated: ${n} DeliveryTask records (1 KB JSON body, one destination) produced onto deliveries.requested while the service runs STAGES=api,deliver; counted at the receiver process from the moment the backlog is fully produced up to the 95th-percentile arrival. The stage's concurrency is DELIVERY_PER_DESTINATION (32) for the one destination; each delivery is signed (Standard Webhooks), sent through the SSRF-guarded agent, and its outcome (the record of its delivered state) is produced (acks=all) before its offset may be committed. Baseline: 1 KB POSTs from an undici Pool with ${S.concurrency} connections (no pipelining, closed loop) to the same receiver, ${S.warmupS} s warm-up then ${S.seconds} s counted. ratio = value / baseline. CPU per delivery (us, median): ${partsText(medianParts(cpuParts))}.${overlapNote}`,
     details: { per_rep: { deliver_stage: stageRates.map((x) => Math.round(x)), raw_undici: rawRates.map((x) => Math.round(x)) }, cpu_us_per_delivery_median: medianParts(cpuParts) },
   });
 }
@@ -434,15 +434,8 @@ async function scenarioEndToEnd(ctx: Ctx): Promise<void> {
       const run = runTag();
       await ctx.rec.reset(run);
       const records0 = await recordsOnTopics(ctx.admin, svc.prefix);
-      let delivered = 0;
+      const delivered = deliveredCount(ctx);
       let accepted = 0;
-      let polling = true;
-      const poller = (async () => {
-        while (polling) {
-          delivered = (await ctx.rec.stats()).distinct;
-          await sleep(50);
-        }
-      })();
       const warmupMs = S.warmupS * 1000;
       const measureMs = S.seconds * 1000;
       const window = (async () => {
@@ -461,12 +454,11 @@ async function scenarioEndToEnd(ctx: Ctx): Promise<void> {
         const ms = performance.now() - t0;
         return { events: c1 - c0, ms, cpu: cpuBetween(cpu0, cpu1), samples };
       })();
-      const load = await closedLoop({ pool: hookPool, paths, concurrency: S.concurrency, warmupMs, measureMs, body: (s) => taggedBody(run, s, epochMs()), expect: 202, gate: (issued) => issued - delivered < S.e2eWindow, onAccepted: () => accepted++ });
+      const load = await closedLoop({ pool: hookPool, paths, concurrency: S.concurrency, warmupMs, measureMs, body: (s) => taggedBody(run, s, epochMs()), expect: 202, gate: (issued) => issued - delivered.value() < S.e2eWindow, onAccepted: () => accepted++ });
       const w = await window;
       // drain, so that the next repetition starts from an empty pipeline
       const got = await ctx.rec.waitFor(accepted, 120_000);
-      polling = false;
-      await poller;
+      await delivered.stop();
       if (got < accepted) throw new Error(`${accepted - got} of ${accepted} accepted events were not delivered within 120 s after the load stopped`);
       if (w.events <= 0) throw new Error('no event was delivered in the measured window');
       // every record the repetition wrote, once the evidence batch and the log lines behind the last delivery are out
@@ -777,6 +769,25 @@ function bullmqVersion(): string {
   }
 }
 
+/** The receiver's count of distinct events, read every 50 ms, for a closed loop that gates on what is in flight. */
+function deliveredCount(ctx: Ctx): { value(): number; stop(): Promise<void> } {
+  let delivered = 0;
+  let polling = true;
+  const poller = (async () => {
+    while (polling) {
+      delivered = (await ctx.rec.stats()).distinct;
+      await sleep(50);
+    }
+  })();
+  return {
+    value: () => delivered,
+    async stop() {
+      polling = false;
+      await poller;
+    },
+  };
+}
+
 /**
  * One closed-loop repetition through a whole system, the end-to-end scenario's load: accepted
  * (202) and delivered (counted at the receiver) per second over the counted window, and the CPU
@@ -785,15 +796,8 @@ function bullmqVersion(): string {
 async function closedLoopThrough(ctx: Ctx, side: { name: string; pool: ReturnType<typeof pool>; paths: string[]; groups: Record<string, number>; counts: (part: string) => boolean }): Promise<{ ingestPerS: number; deliveredPerS: number; cpuUsPerEvent: number; byPart: Record<string, number>; refused: number }> {
   const run = runTag();
   await ctx.rec.reset(run);
-  let delivered = 0;
+  const delivered = deliveredCount(ctx);
   let accepted = 0;
-  let polling = true;
-  const poller = (async () => {
-    while (polling) {
-      delivered = (await ctx.rec.stats()).distinct;
-      await sleep(50);
-    }
-  })();
   const warmupMs = S.warmupS * 1000;
   const measureMs = S.seconds * 1000;
   const window = (async () => {
@@ -806,11 +810,10 @@ async function closedLoopThrough(ctx: Ctx, side: { name: string; pool: ReturnTyp
     const cpu1 = cpuSnapshot(side.groups);
     return { events: c1 - c0, ms: performance.now() - t0, cpu: cpuBetween(cpu0, cpu1) };
   })();
-  const load = await closedLoop({ pool: side.pool, paths: side.paths, concurrency: S.concurrency, warmupMs, measureMs, body: (s) => taggedBody(run, s, epochMs()), expect: 202, gate: (issued) => issued - delivered < S.e2eWindow, onAccepted: () => accepted++ });
+  const load = await closedLoop({ pool: side.pool, paths: side.paths, concurrency: S.concurrency, warmupMs, measureMs, body: (s) => taggedBody(run, s, epochMs()), expect: 202, gate: (issued) => issued - delivered.value() < S.e2eWindow, onAccepted: () => accepted++ });
   const w = await window;
   const got = await ctx.rec.waitFor(accepted, 120_000);
-  polling = false;
-  await poller;
+  await delivered.stop();
   if (got < accepted) throw new Error(`${side.name}: ${accepted - got} of ${accepted} accepted events were not delivered within 120 s after the load stopped`);
   if (w.events <= 0) throw new Error(`${side.name}: no event was delivered in the measured window`);
   const byPart = Object.fromEntries(Object.entries(w.cpu.byPart).filter(([part]) => side.counts(part)).map(([part, us]) => [part, round(us / w.events, 0)]));
