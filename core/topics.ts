@@ -78,7 +78,10 @@ export function consumers(topics: Topics): ConsumerSpec[] {
     { name: 'retry', stage: 'retry', reads: tiers, writes: [topics.deliveryRequested, ...tiers] },
     { name: 'evidence-intake', stage: 'evidence', reads: [topics.deliveryCompleted], writes: [topics.evidencePending, topics.eventsDlq] },
     { name: 'evidence-sequencer', stage: 'evidence', reads: [topics.evidencePending], writes: [topics.evidenceLeaves] },
-    { name: 'sink', stage: 'sink', reads: [topics.received, topics.transitions, topics.deliveryCompleted, topics.logs, topics.evidenceLeaves], writes: [topics.transitions] },
+    // a stage's output record is the record of the state it enters: the sink derives the state rows
+    // of received, validated and filtered events, delivered attempts and acked (sealed) deliveries
+    // from those records, so only the other states travel on events.transitions
+    { name: 'sink', stage: 'sink', reads: [topics.received, topics.validated, topics.filtered, topics.transitions, topics.deliveryCompleted, topics.logs, topics.evidenceLeaves], writes: [] },
   ];
 }
 

@@ -57,10 +57,8 @@ export function filterStage(topics: Topics, config: IngesterLookup, limits: Filt
         log.info('event dropped by filter', { ...fields, rule_index: verdict.rule_index, rule: verdict.rule, reason: verdict.reason });
         return [];
       }
-      return [
-        { topic: topics.filtered, key: `${event.tenant_id}/${event.ingester_id}`, record: 'WebhookEvent', value: event },
-        transition(topics, event, 'filtered'),
-      ];
+      // the record on webhooks.filtered is the record of the `filtered` state: the sink derives its row
+      return [{ topic: topics.filtered, key: `${event.tenant_id}/${event.ingester_id}`, record: 'WebhookEvent', value: event }];
     },
   };
 }

@@ -54,6 +54,22 @@ export function receivedRow(e: WebhookEvent) {
 }
 
 /**
+ * The `validated` or `filtered` transition of an event: the stage's output record on
+ * webhooks.validated or webhooks.filtered is the record of that state, at its Kafka time.
+ */
+export function stateRow(e: WebhookEvent, state: 'validated' | 'filtered', at: number) {
+  return transitionRow({ event_id: e.event_id, tenant_id: e.tenant_id, ingester_id: e.ingester_id, correlation_id: e.correlation_id, state, at, reason: null, delivery_id: null, destination_id: null });
+}
+
+/**
+ * The `acked` transition of a delivered attempt, from the sealed batch that holds its leaf: at the
+ * batch's seal time, so that a batch read twice gives the same row (the table dedupes on it).
+ */
+export function ackedRow(l: EvidenceBatch['leaves'][number], sealedAt: number) {
+  return transitionRow({ event_id: l.event_id, tenant_id: l.tenant_id, ingester_id: '', correlation_id: l.correlation_id, state: 'acked', at: sealedAt, reason: null, delivery_id: l.delivery_id, destination_id: l.destination_id });
+}
+
+/**
  * The `delivered` transition of a delivery: its outcome record with status `delivered` is the
  * record of that state, at the end of the attempt. Outcomes carry no ingester id (the
  * transition rows of a delivery are found by event and delivery).

@@ -3,11 +3,9 @@ import { UndecodableRecordError } from '../../platform/avro/codec';
 import { errorMessage } from '../../core/log';
 import { consumerSpec, groupIdOf, type Topics } from '../../core/topics';
 import type { DeliveryOutcome, EventTransition, EvidenceBatch, LogEntry, RecordName, WebhookEvent } from '../../platform/avro/records';
-import { produceOutputs, type RunnerDeps, type RunningStage } from '../runner/run-stage';
-import type { AnyOutput } from '../runner/stage';
+import type { RunnerDeps, RunningStage } from '../runner/run-stage';
 import { stageConsumer } from '../runner/stage-consumer';
-import { transition } from '../transitions';
-import { deliveredRow, deliveryRow, eventRow, evidenceRows, logRow, receivedRow, transitionRow } from './rows';
+import { ackedRow, deliveredRow, deliveryRow, eventRow, evidenceRows, logRow, receivedRow, stateRow, transitionRow } from './rows';
 
 /**
  * The tables the sink fills, in the order a flush inserts them: a checkpoint row goes in only
@@ -36,11 +34,22 @@ interface Buffer {
   count: number;
   /** The next offset to commit per topic-partition once these rows are in. */
   offsets: Map<string, { topic: string; partition: number; offset: string }>;
-  /** Deliveries whose successful outcome is sealed in this buffer's evidence: acked once it is inserted. */
-  acked: AnyOutput[];
+  /**
+   * The `acked` rows of deliveries whose successful outcome is sealed in this buffer's evidence:
+   * inserted after the evidence tables, so a delivery shows `acked` only once its proof can be read.
+   */
+  acked: Record<string, unknown>[];
 }
 
 const emptyBuffer = (): Buffer => ({ rows: new Map(), count: 0, offsets: new Map(), acked: [] });
+
+/** What the sink makes of one input topic: the rows of a table, or a state row per event record. */
+interface SinkInput {
+  record: RecordName;
+  table: SinkTable;
+  /** Set for the stages' event outputs: each record is the record of this state, at its Kafka time. */
+  state?: 'validated' | 'filtered';
+}
 
 /**
  * Copies events, transitions, delivery attempts, logs and the sealed evidence log into
@@ -51,8 +60,10 @@ const emptyBuffer = (): Buffer => ({ rows: new Map(), count: 0, offsets: new Map
  */
 export async function runSink(topics: Topics, writer: RowWriter, deps: RunnerDeps, options: SinkOptions): Promise<RunningStage> {
   const log = deps.log.child({ stage: 'sink' });
-  const tableOf = new Map<string, { record: RecordName; table: SinkTable }>([
+  const tableOf = new Map<string, SinkInput>([
     [topics.received, { record: 'WebhookEvent', table: 'events' }],
+    [topics.validated, { record: 'WebhookEvent', table: 'event_transitions', state: 'validated' }],
+    [topics.filtered, { record: 'WebhookEvent', table: 'event_transitions', state: 'filtered' }],
     [topics.transitions, { record: 'EventTransition', table: 'event_transitions' }],
     [topics.deliveryCompleted, { record: 'DeliveryOutcome', table: 'deliveries' }],
     [topics.logs, { record: 'LogEntry', table: 'logs' }],
@@ -78,7 +89,7 @@ export async function runSink(topics: Topics, writer: RowWriter, deps: RunnerDep
           const rows = b.rows.get(table);
           if (rows && rows.length > 0) await writer.insert(table, rows);
         }
-        await produceOutputs(deps.producer, deps.codec, b.acked);
+        if (b.acked.length > 0) await writer.insert('event_transitions', b.acked);
         await consumer.commitOffsets([...b.offsets.values()]);
         return;
       } catch (err) {
@@ -106,14 +117,16 @@ export async function runSink(topics: Topics, writer: RowWriter, deps: RunnerDep
   };
 
   /** Adds decoded records to the current buffer, synchronously: no flush can swap it midway. */
-  const appendRows = (table: SinkTable, values: unknown[]) => {
+  const appendRows = (input: SinkInput, values: unknown[], times: number[]) => {
+    const { table } = input;
     const rowsOf = (t: SinkTable) => {
       let rows = buffer.rows.get(t);
       if (!rows) buffer.rows.set(t, (rows = []));
       return rows;
     };
     const rows = rowsOf(table);
-    for (const value of values) {
+    for (let i = 0; i < values.length; i++) {
+      const value = values[i];
       switch (table) {
         case 'events': {
           const event = value as WebhookEvent;
@@ -124,7 +137,7 @@ export async function runSink(topics: Topics, writer: RowWriter, deps: RunnerDep
           break;
         }
         case 'event_transitions':
-          rows.push(transitionRow(value as EventTransition));
+          rows.push(input.state ? stateRow(value as WebhookEvent, input.state, times[i]!) : transitionRow(value as EventTransition));
           break;
         case 'deliveries': {
           const outcome = value as DeliveryOutcome;
@@ -139,10 +152,7 @@ export async function runSink(topics: Topics, writer: RowWriter, deps: RunnerDep
           rowsOf('evidence_nodes').push(...r.nodes);
           rowsOf('evidence_checkpoints').push(r.checkpoint);
           buffer.count += r.leaves.length + r.nodes.length;
-          for (const l of b.leaves) {
-            if (l.status !== 'delivered') continue;
-            buffer.acked.push(transition(topics, { event_id: l.event_id, tenant_id: l.tenant_id, ingester_id: '', correlation_id: l.correlation_id }, 'acked', { delivery_id: l.delivery_id, destination_id: l.destination_id }));
-          }
+          for (const l of b.leaves) if (l.status === 'delivered') buffer.acked.push(ackedRow(l, b.sealed_at));
           break;
         }
         case 'logs':
@@ -159,17 +169,19 @@ export async function runSink(topics: Topics, writer: RowWriter, deps: RunnerDep
     // Decode the whole batch before touching the buffer: a timer flush may swap the buffer
     // during any await, and rows, counts and offsets must all land in the same buffer.
     const values: unknown[] = [];
+    const times: number[] = [];
     for (const message of batch.messages) {
       if (message.value === null) continue;
       try {
         values.push(await deps.codec.decode(input.record, message.value));
+        times.push(Number(message.timestamp));
       } catch (err) {
         // bytes that never decode have no row; the stage reading the topic sets them aside
         if (!(err instanceof UndecodableRecordError)) throw err;
         log.error('record skipped: it cannot be decoded', { topic: batch.topic, partition: batch.partition, offset: message.offset, reason: err.message });
       }
     }
-    appendRows(input.table, values);
+    appendRows(input, values, times);
     const last = batch.lastOffset();
     resolveOffset(last);
     buffer.offsets.set(`${batch.topic}:${batch.partition}`, { topic: batch.topic, partition: batch.partition, offset: (BigInt(last) + 1n).toString() });

@@ -10,7 +10,7 @@ export interface IngesterLookup {
   get(kind: 'ingester', tenantId: string, id: string): Ingester | undefined;
 }
 
-/** received -> validated, or -> failed with the reason (the raw body stays on the received topic and in ClickHouse). */
+/** received -> validated (the validated record is that transition's record), or -> failed with the reason (the raw body stays on the received topic and in ClickHouse). */
 export function validateStage(topics: Topics, config: IngesterLookup): RecordStage<'WebhookEvent'> {
   return {
     kind: 'record',
@@ -25,10 +25,8 @@ export function validateStage(topics: Topics, config: IngesterLookup): RecordSta
         return [transition(topics, event, 'failed', { reason: `verification failed: ${verdict.reason}` })];
       }
       const validated: WebhookEvent = { ...event, event_type: verdict.eventType ?? event.event_type };
-      return [
-        { topic: topics.validated, key: `${event.tenant_id}/${event.ingester_id}`, record: 'WebhookEvent', value: validated },
-        transition(topics, event, 'validated'),
-      ];
+      // the record on webhooks.validated is the record of the `validated` state: the sink derives its row
+      return [{ topic: topics.validated, key: `${event.tenant_id}/${event.ingester_id}`, record: 'WebhookEvent', value: validated }];
     },
   };
 }

@@ -1,5 +1,5 @@
 import { Logger } from '../../core/log';
-import { topicNames } from '../../core/topics';
+import { consumerSpec, topicNames } from '../../core/topics';
 import { runSink, type RowWriter, type SinkTable } from '../../pipeline/sink/stage';
 import { toLogEntry } from '../../platform/kafka/log-shipper';
 import { AvroCodec } from '../../platform/avro/codec';
@@ -13,7 +13,7 @@ describe('ClickHouse sink under timer flushes', () => {
     const suffix = uniqueSuffix();
     const topics = topicNames(`sinkrace${suffix}.`);
     const kafka = createKafka(process.env.KAFKA_BROKERS!.split(','), 'sink-race-test', { quiet: true });
-    await ensureTopics(kafka, [topics.received, topics.transitions, topics.deliveryCompleted, topics.evidenceLeaves].map((topic) => ({ topic, partitions: 1 })).concat([{ topic: topics.logs, partitions: 3 }]));
+    await ensureTopics(kafka, consumerSpec(topics, 'sink').reads.filter((t) => t !== topics.logs).map((topic) => ({ topic, partitions: 1 })).concat([{ topic: topics.logs, partitions: 3 }]));
     const codec = AvroCodec.connect(process.env.SCHEMA_REGISTRY_URL!);
     await codec.register({ [topics.logs]: 'LogEntry' });
     // decoding yields for longer than the flush interval, so a timer flush falls inside every batch

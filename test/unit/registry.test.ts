@@ -35,7 +35,7 @@ describe('the registry of topics and consumers', () => {
 
   it('gives record stages one input and their declared outputs, and group ids under the prefix', () => {
     expect(stageIo(topics, 'filter', 'WebhookEvent')).toEqual({ name: 'filter', input: { topic: 'p.webhooks.validated', record: 'WebhookEvent' }, writes: ['p.webhooks.filtered', 'p.events.transitions', 'p.events.dlq'] });
-    expect(() => stageIo(topics, 'sink', 'WebhookEvent')).toThrow('consumer sink reads 5 topics, not one');
+    expect(() => stageIo(topics, 'sink', 'WebhookEvent')).toThrow('consumer sink reads 7 topics, not one');
     expect(groupIdOf('p.hookline.', 'deliver')).toBe('p.hookline.deliver');
   });
 
