@@ -87,12 +87,20 @@ export class Logger {
     this.log('error', msg, fields);
   }
 
-  private log(level: LogLevel, msg: string, fields?: LogFields): void {
+  /**
+   * A line for the process's own output only, not for the sinks (the `logs` topic): for lines
+   * whose row the sink derives from a record a stage writes anyway, such as a delivery outcome.
+   */
+  printOnly(level: LogLevel, msg: string, fields?: LogFields): void {
+    this.log(level, msg, fields, false);
+  }
+
+  private log(level: LogLevel, msg: string, fields?: LogFields, toSinks = true): void {
     if (RANK[level] < RANK[this.level]) return;
     const record: LogRecord = { ts: new Date().toISOString(), level, msg, ...this.base, ...fields };
     // a replacer slows every stringify down; only a field that is an object can hold an Error
     this.write(`${this.baseHasObject || hasObjectField(fields) ? JSON.stringify(record, errorReplacer) : JSON.stringify(record)}\n`);
-    for (const sink of this.sinks) sink(record);
+    if (toSinks) for (const sink of this.sinks) sink(record);
   }
 }
 

@@ -11,6 +11,7 @@ import { DestinationUnhealthy, isOpenBreaker, type Breakers } from './breakers';
 import { decide, parseRetryAfter, type AttemptResult, type Decision } from './decide';
 import type { HttpSender, SendResult } from './http-sender';
 import { delayTopicFor } from './delay';
+import { OUTCOME_LINES, outcomeLineFields } from './lines';
 import { authHeader } from '../../core/destination-auth';
 
 /** What delivery needs of the configuration. */
@@ -92,22 +93,30 @@ export function deliverStage(deps: DeliverDeps): RecordStage<'DeliveryTask'> {
     }
   }
 
-  function followUp(task: DeliveryTask, decision: Decision, log: Logger, fields: Record<string, unknown>): AnyOutput[] {
+  /**
+   * The outputs that follow an attempt's decision. An attempt that has an outcome record prints its
+   * line only: the sink writes that line's row in the logs table from the outcome (OUTCOME_LINES),
+   * so the attempt costs no record on the `logs` topic. A wait on an open breaker has no outcome
+   * and logs as usual.
+   */
+  function followUp(task: DeliveryTask, decision: Decision, log: Logger, fields: Record<string, unknown>, outcome: DeliveryOutcome | null): AnyOutput[] {
     const event = { event_id: task.event_id, tenant_id: task.tenant_id, ingester_id: task.ingester_id, correlation_id: task.correlation_id };
     const ids = { delivery_id: task.delivery_id, destination_id: task.destination_id };
+    if (outcome) {
+      const line = OUTCOME_LINES[outcome.status];
+      log.printOnly(line.level, line.msg, { ...fields, ...outcomeLineFields(outcome) });
+    }
     switch (decision.action) {
       case 'delivered':
         // the outcome record (status delivered) is the record of the `delivered` transition
-        log.info('delivered', fields);
         return [];
       case 'retry':
       case 'wait': {
         const next: DeliveryTask = { ...task, attempt: decision.action === 'retry' ? decision.attempt : task.attempt, not_before: decision.at };
-        log.info(decision.action === 'retry' ? 'attempt failed; retry scheduled' : 'breaker open; delivery waits', { ...fields, reason: decision.reason, next_attempt_at: new Date(decision.at).toISOString() });
+        if (!outcome) log.info('breaker open; delivery waits', { ...fields, reason: decision.reason, next_attempt_at: new Date(decision.at).toISOString() });
         return [{ topic: delayTopicFor(topics, decision.at - now()), key: task.destination_id, record: 'DeliveryTask', value: next }];
       }
       case 'dead':
-        log.warn('delivery failed for good; dead-lettered', { ...fields, reason: decision.reason });
         return [
           transition(topics, event, 'failed', { ...ids, reason: decision.reason }),
           transition(topics, event, 'dlq_queued', { ...ids, reason: decision.reason }),
@@ -145,12 +154,12 @@ export function deliverStage(deps: DeliverDeps): RecordStage<'DeliveryTask'> {
       if (!destination || destination.status !== 'active') {
         const reason = destination ? `the destination is ${destination.status}${destination.disabled_reason ? `: ${destination.disabled_reason}` : ''}` : 'the destination no longer exists';
         outcome.error_message = reason;
-        return [{ topic: topics.deliveryCompleted, key: task.destination_id, record: 'DeliveryOutcome', value: outcome }, ...followUp(task, { action: 'dead', reason, disableDestination: false }, log, fields)];
+        return [{ topic: topics.deliveryCompleted, key: task.destination_id, record: 'DeliveryOutcome', value: outcome }, ...followUp(task, { action: 'dead', reason, disableDestination: false }, log, fields, outcome)];
       }
       const { result, durationMs } = await attempt(task, destination);
       const schedule = destination.retry_schedule_ms ?? deps.defaultSchedule;
       const decision = decide(result, task.attempt, schedule, now());
-      if (result.kind === 'breaker-open') return followUp(task, decision, log, fields);
+      if (result.kind === 'breaker-open') return followUp(task, decision, log, fields, null);
 
       outcome.duration_ms = durationMs;
       outcome.response_code = result.kind === 'response' ? result.status : null;
@@ -160,7 +169,7 @@ export function deliverStage(deps: DeliverDeps): RecordStage<'DeliveryTask'> {
       if (decision.action === 'dead' && decision.disableDestination) await deps.destinations.disable(destination, decision.reason);
       return [
         { topic: topics.deliveryCompleted, key: task.destination_id, record: 'DeliveryOutcome', value: outcome },
-        ...followUp(task, decision, log, { ...fields, response_code: outcome.response_code, duration_ms: durationMs }),
+        ...followUp(task, decision, log, fields, outcome),
       ];
     },
   };

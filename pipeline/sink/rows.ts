@@ -1,4 +1,6 @@
+import { derivedId } from '../../core/ids';
 import { encodeStoredBody, sha256Hex } from '../../core/stored-body';
+import { OUTCOME_LINES, outcomeLineFields } from '../deliver/lines';
 import type { DeliveryOutcome, EvidenceBatch, EventTransition, WebhookEvent } from '../../platform/avro/records';
 
 let cachedSecond = Number.NaN;
@@ -76,6 +78,29 @@ export function ackedRow(l: EvidenceBatch['leaves'][number], sealedAt: number) {
  */
 export function deliveredRow(o: DeliveryOutcome) {
   return transitionRow({ event_id: o.event_id, tenant_id: o.tenant_id, ingester_id: '', correlation_id: o.correlation_id, state: 'delivered', at: o.attempted_at + o.duration_ms, reason: null, delivery_id: o.delivery_id, destination_id: o.destination_id });
+}
+
+/**
+ * The log line of an attempt, from its outcome record: what the deliver stage printed, at the end
+ * of the attempt, with an id derived from the attempt so that an outcome read twice gives one row.
+ */
+export function outcomeLogRow(o: DeliveryOutcome) {
+  const ts = o.attempted_at + o.duration_ms;
+  const line = OUTCOME_LINES[o.status];
+  return {
+    tenant_id: o.tenant_id,
+    id: derivedId('log', ts, `${o.delivery_id}/${o.attempt_number}`),
+    ts: chTime(ts),
+    level: line.level,
+    message: line.msg,
+    stage: 'deliver',
+    event_id: o.event_id,
+    delivery_id: o.delivery_id,
+    destination_id: o.destination_id,
+    ingester_id: null,
+    correlation_id: o.correlation_id,
+    fields: JSON.stringify(outcomeLineFields(o)),
+  };
 }
 
 export function deliveryRow(o: DeliveryOutcome) {

@@ -5,7 +5,7 @@ import { consumerSpec, groupIdOf, type Topics } from '../../core/topics';
 import type { DeliveryOutcome, EventTransition, EvidenceBatch, LogEntry, RecordName, WebhookEvent } from '../../platform/avro/records';
 import type { RunnerDeps, RunningStage } from '../runner/run-stage';
 import { stageConsumer } from '../runner/stage-consumer';
-import { ackedRow, deliveredRow, deliveryRow, eventRow, evidenceRows, logRow, receivedRow, stateRow, transitionRow } from './rows';
+import { ackedRow, deliveredRow, deliveryRow, eventRow, evidenceRows, logRow, outcomeLogRow, receivedRow, stateRow, transitionRow } from './rows';
 
 /**
  * The tables the sink fills, in the order a flush inserts them: a checkpoint row goes in only
@@ -143,6 +143,8 @@ export async function runSink(topics: Topics, writer: RowWriter, deps: RunnerDep
           const outcome = value as DeliveryOutcome;
           rows.push(deliveryRow(outcome));
           if (outcome.status === 'delivered') rowsOf('event_transitions').push(deliveredRow(outcome));
+          rowsOf('logs').push(outcomeLogRow(outcome));
+          buffer.count += 1;
           break;
         }
         case 'evidence_leaves': {

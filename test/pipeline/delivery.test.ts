@@ -45,6 +45,19 @@ describe('delivery engine', () => {
     ]);
     await new Promise((res) => setTimeout(res, 500));
     expect(r.requests).toHaveLength(4);
+    // one log line per attempt, written by the sink from the outcome record: no second copy shipped
+    const deliveryId = rows.find((t) => t.state === 'delivered')!.delivery_id;
+    const lines = await eventually('four attempt log lines', async () => {
+      const rs = await svc.clickhouse.query({ query: `SELECT level, message, stage, fields FROM ${svc.config.clickhouseDatabase}.logs FINAL WHERE tenant_id = {t:String} AND delivery_id = {d:String} ORDER BY ts`, query_params: { t: svc.tenantId, d: deliveryId }, format: 'JSONEachRow' });
+      const l = await rs.json<{ level: string; message: string; stage: string; fields: string }>();
+      return l.length >= 4 ? l : undefined;
+    });
+    expect(lines.map((l) => [l.level, l.message, l.stage, JSON.parse(l.fields).attempt, JSON.parse(l.fields).response_code])).toEqual([
+      ['info', 'attempt failed; retry scheduled', 'deliver', 1, 500],
+      ['info', 'attempt failed; retry scheduled', 'deliver', 2, 500],
+      ['info', 'attempt failed; retry scheduled', 'deliver', 3, 500],
+      ['info', 'delivered', 'deliver', 4, 200],
+    ]);
   });
 
   it('dead-letters an exhausted delivery, and a retry through the API delivers it as a new delivery', async () => {

@@ -1,4 +1,4 @@
-import { ackedRow, chTime, deliveredRow, stateRow } from '../../pipeline/sink/rows';
+import { ackedRow, chTime, deliveredRow, outcomeLogRow, stateRow } from '../../pipeline/sink/rows';
 
 /** The sink's DateTime64(3) text, kept per second, is what the ISO form of the same instant says. */
 describe('ClickHouse time text', () => {
@@ -38,5 +38,26 @@ describe('the acked transition from a sealed batch', () => {
     const row = ackedRow(leaf, sealedAt);
     expect(row).toEqual({ tenant_id: 't', event_id: 'evt_3', ingester_id: '', state: 'acked', at: '2026-11-25 12:00:02.000', correlation_id: 'cor_3', reason: null, delivery_id: 'dlv_3', destination_id: 'dst_3' });
     expect(ackedRow(leaf, sealedAt)).toEqual(row);
+  });
+});
+
+describe('the log line of an attempt from its outcome', () => {
+  const base = { delivery_id: 'dlv_4', event_id: 'evt_4', tenant_id: 't', destination_id: 'dst_4', correlation_id: 'cor_4', attempt_number: 1, response_code: 500, attempted_at: Date.UTC(2026, 10, 25, 12, 0, 0, 0), duration_ms: 20, body_sha256: 'x' };
+
+  it('says what the deliver stage printed: level, message, ids and fields, at the end of the attempt', () => {
+    const retry = outcomeLogRow({ ...base, status: 'retrying', error_message: 'the destination answered 500', next_attempt_at: Date.UTC(2026, 10, 25, 12, 0, 5, 0) });
+    expect(retry).toMatchObject({ tenant_id: 't', level: 'info', message: 'attempt failed; retry scheduled', stage: 'deliver', ts: '2026-11-25 12:00:00.020', event_id: 'evt_4', delivery_id: 'dlv_4', destination_id: 'dst_4', correlation_id: 'cor_4' });
+    expect(JSON.parse(retry.fields)).toEqual({ attempt: 1, response_code: 500, duration_ms: 20, reason: 'the destination answered 500', next_attempt_at: '2026-11-25T12:00:05.000Z' });
+    const dead = outcomeLogRow({ ...base, attempt_number: 2, status: 'failed', error_message: 'retries exhausted', next_attempt_at: null });
+    expect([dead.level, dead.message, JSON.parse(dead.fields).reason]).toEqual(['warn', 'delivery failed for good; dead-lettered', 'retries exhausted']);
+    const ok = outcomeLogRow({ ...base, attempt_number: 3, status: 'delivered', response_code: 200, error_message: null, next_attempt_at: null });
+    expect([ok.level, ok.message, JSON.parse(ok.fields)]).toEqual(['info', 'delivered', { attempt: 3, response_code: 200, duration_ms: 20 }]);
+  });
+
+  it('has an id of its own per attempt, the same each time the outcome is read', () => {
+    const a = { ...base, status: 'delivered' as const, error_message: null, next_attempt_at: null };
+    expect(outcomeLogRow(a).id).toBe(outcomeLogRow(a).id);
+    expect(outcomeLogRow(a).id).toMatch(/^log_[0-9a-z]{26}$/);
+    expect(outcomeLogRow({ ...a, attempt_number: 2 }).id).not.toBe(outcomeLogRow(a).id);
   });
 });
