@@ -13,7 +13,6 @@ export interface Topics {
   eventsDlq: string;
   logs: string;
   /** Delivery outcomes handed to the evidence sequencer (one partition: one sequencer). */
-  evidencePending: string;
   /** The evidence log itself: sealed batches of leaves with their signed checkpoints, kept forever. */
   evidenceLeaves: string;
   /** Delay tiers, shortest first: a record waits in its tier for the tier's delay. */
@@ -44,14 +43,13 @@ export function topicNames(prefix: string, tiersMs: number[] = DEFAULT_RETRY_TIE
     deliveryDlq: t('deliveries.dlq'),
     eventsDlq: t('events.dlq'),
     logs: t('logs'),
-    evidencePending: t('evidence.pending'),
     evidenceLeaves: t('evidence.leaves'),
     retryTiers: [...tiersMs].sort((a, b) => a - b).map((delayMs) => ({ delayMs, topic: t(`deliveries.retry.${tierLabel(delayMs)}`) })),
   };
 }
 
 /** The consumer groups of the pipeline, each `<groupPrefix><name>`. */
-export const CONSUMER_NAMES = ['validate', 'filter', 'route', 'deliver', 'retry', 'evidence-intake', 'evidence-sequencer', 'sink'] as const;
+export const CONSUMER_NAMES = ['validate', 'filter', 'route', 'deliver', 'retry', 'evidence-sequencer', 'sink'] as const;
 export type ConsumerName = (typeof CONSUMER_NAMES)[number];
 
 /** One consumer group: what it reads, what it may write, and the process stage (`STAGES`) that runs it. */
@@ -76,8 +74,8 @@ export function consumers(topics: Topics): ConsumerSpec[] {
     { name: 'route', stage: 'route', reads: [topics.filtered], writes: [topics.deliveryRequested, topics.eventsDlq] },
     { name: 'deliver', stage: 'deliver', reads: [topics.deliveryRequested], writes: [topics.deliveryCompleted, topics.transitions, topics.deliveryDlq, ...tiers, topics.eventsDlq] },
     { name: 'retry', stage: 'retry', reads: tiers, writes: [topics.deliveryRequested, ...tiers] },
-    { name: 'evidence-intake', stage: 'evidence', reads: [topics.deliveryCompleted], writes: [topics.evidencePending, topics.eventsDlq] },
-    { name: 'evidence-sequencer', stage: 'evidence', reads: [topics.evidencePending], writes: [topics.evidenceLeaves] },
+    // one member of the group reads every partition (pipeline/evidence/one-owner.ts): the log has one writer
+    { name: 'evidence-sequencer', stage: 'evidence', reads: [topics.deliveryCompleted], writes: [topics.evidenceLeaves, topics.eventsDlq] },
     // a stage's output record is the record of the state it enters: the sink derives the state rows
     // of received, validated and filtered events, delivered attempts and acked (sealed) deliveries
     // from those records, so only the other states travel on events.transitions

@@ -38,7 +38,6 @@ import { filterStage } from '../pipeline/filter/stage';
 import { hookFastPath, ingestRouter, type IngestDeps } from '../pipeline/ingest/router';
 import { routeStage } from '../pipeline/route/stage';
 import { runStage, type RunnerDeps, type RunningStage } from '../pipeline/runner/run-stage';
-import { evidenceIntakeStage } from '../pipeline/evidence/intake';
 import { runEvidenceSequencer } from '../pipeline/evidence/sequencer';
 import { loadEvidenceSigner } from '../platform/evidence/signing-key';
 import { loadKeyring } from '../platform/secrets/keyring-source';
@@ -249,7 +248,6 @@ export async function startService(config: Config, log = new Logger(config.logLe
     }
     if (has('retry')) starting.push(runDelayTiers(topics, runnerDeps));
     if (has('evidence')) {
-      starting.push(runStage(evidenceIntakeStage(topics), runnerDeps));
       starting.push(runEvidenceSequencer(topics, runnerDeps, { batchSize: config.evidenceBatchSize, batchAgeMs: config.evidenceBatchAgeMs, origin: evidenceSigner!.name, signer: evidenceSigner! }));
     }
     if (has('sink')) {

@@ -30,8 +30,7 @@ export function topology(topics: Topics, partitions: number, maxBodyBytes?: numb
     { topic: topics.deliveryDlq, partitions, ...body },
     { topic: topics.eventsDlq, partitions, ...body },
     { topic: topics.logs, partitions },
-    // the log's order is the order of one partition; its batches are the system of record
-    { topic: topics.evidencePending, partitions: 1 },
+    // the log's batches are the system of record: one partition, kept forever
     { topic: topics.evidenceLeaves, partitions: 1, retentionMs: -1 },
     ...topics.retryTiers.map((t) => ({ topic: t.topic, partitions, ...body })),
   ];
@@ -46,7 +45,6 @@ export function topology(topics: Topics, partitions: number, maxBodyBytes?: numb
     [topics.deliveryDlq]: 'DeliveryTask',
     [topics.eventsDlq]: 'DeadLetter',
     [topics.logs]: 'LogEntry',
-    [topics.evidencePending]: 'EvidenceLeaf',
     [topics.evidenceLeaves]: 'EvidenceBatch',
   };
   for (const t of topics.retryTiers) records[t.topic] = 'DeliveryTask';

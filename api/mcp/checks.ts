@@ -182,7 +182,7 @@ export class Operations {
       ingestion: [dependency('kafka'), dependency('schema_registry'), proof('PROOF-006', 'topics'), dependency('pipeline')],
       processing: [stage('validate'), stage('filter'), stage('route'), proof('PROOF-001', 'events accounted for')],
       delivery: [stage('deliver'), proof('PROOF-003', 'circuit breakers'), proof('PROOF-010', 'retry tiers'), proof('PROOF-009', 'dead letters'), proof('TRUST-005', 'SSRF guard')],
-      evidence: [stage('evidence-intake'), stage('evidence-sequencer'), proof('PROOF-005', 'log only grew'), proof('TRUST-003', 'signing key')],
+      evidence: [stage('evidence-sequencer'), proof('PROOF-005', 'log only grew'), proof('TRUST-003', 'signing key')],
       query: [proof('PROOF-008', 'clickhouse'), proof('PROOF-004', 'sink lag')],
       control: [proof('PROOF-007', 'redis'), proof('TRUST-002', 'scopes'), proof('TRUST-009', 'rate limits'), proof('TRUST-001', 'hashed keys')],
     };

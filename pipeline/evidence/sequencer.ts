@@ -1,13 +1,16 @@
 import type { Consumer, EachBatchPayload } from 'kafkajs';
+import { UndecodableRecordError } from '../../platform/avro/codec';
 import { leafBytes, leafTime } from '../../core/evidence-leaf';
 import { errorMessage } from '../../core/log';
 import { CompactRange, leafHash } from '../../core/merkle';
 import { formatCheckpoint, type NoteSigner } from '../../core/signed-note';
 import { groupIdOf, stageIo, type Topics } from '../../core/topics';
-import type { EvidenceBatch, EvidenceLeaf, SealedLeaf } from '../../platform/avro/records';
+import type { DeliveryOutcome, EvidenceBatch, SealedLeaf } from '../../platform/avro/records';
+import { poisonLetter } from '../dead-letter';
 import { readLastRecord } from '../../platform/kafka/last-record';
 import { produceOutputs, type RunnerDeps, type RunningStage } from '../runner/run-stage';
 import { stageConsumer } from '../runner/stage-consumer';
+import { oneOwnerAssigner } from './one-owner';
 
 export interface SequencerOptions {
   /** Leaves sealed into one checkpoint at most. */
@@ -22,10 +25,32 @@ export interface SequencerOptions {
 /** Everything needed to go on appending: rebuilt from the newest sealed batch. */
 interface SequencerState {
   range: CompactRange;
-  /** Next offset of evidence.pending to read; everything before it is sealed or dropped. */
-  pendingNext: bigint;
-  /** Next unsequenced offset per partition of deliveries.completed. */
+  /** Next unsequenced offset per partition of deliveries.completed; everything before it is sealed or set aside. */
   marks: Map<number, bigint>;
+}
+
+/** A delivery attempt outcome with its place in deliveries.completed, on its way into the log. */
+export interface PendingLeaf extends Omit<SealedLeaf, 'leaf_index' | 'leaf_hash'> {
+  source_partition: number;
+  source_offset: number;
+}
+
+/** The leaf of an outcome read at `partition`/`offset` of deliveries.completed. */
+export function pendingLeaf(o: DeliveryOutcome, partition: number, offset: number): PendingLeaf {
+  return {
+    tenant_id: o.tenant_id,
+    delivery_id: o.delivery_id,
+    event_id: o.event_id,
+    destination_id: o.destination_id,
+    correlation_id: o.correlation_id,
+    attempt_number: o.attempt_number,
+    status: o.status,
+    response_code: o.response_code,
+    attempted_at: o.attempted_at,
+    body_sha256: o.body_sha256,
+    source_partition: partition,
+    source_offset: offset,
+  };
 }
 
 export interface RunningSequencer extends RunningStage {
@@ -33,49 +58,57 @@ export interface RunningSequencer extends RunningStage {
   treeSize(): number;
 }
 
-const emptyState = (): SequencerState => ({ range: new CompactRange(), pendingNext: 0n, marks: new Map() });
+const emptyState = (): SequencerState => ({ range: new CompactRange(), marks: new Map() });
 
 function stateOf(batch: EvidenceBatch): SequencerState {
   return {
     range: new CompactRange(batch.tree_size, batch.frontier),
-    pendingNext: BigInt(batch.pending_next_offset),
     marks: new Map(batch.source_marks.map((m) => [m.partition, BigInt(m.next_offset)])),
   };
 }
 
 /**
- * The evidence sequencer: the only writer of the evidence log. It reads the one partition of
- * `evidence.pending` (so the consumer group gives it to one process at a time), appends each
- * outcome as an RFC 6962 leaf in that order, and seals a batch every `batchSize` leaves or
- * `batchAgeMs` into one `evidence.leaves` record: the leaves with their indexes, the Merkle
- * nodes they complete, the checkpoint signed as a C2SP note, and its own resume state.
+ * The evidence sequencer: the only writer of the evidence log. It reads every partition of
+ * `deliveries.completed` itself, in a consumer group whose assignor gives them all to one member
+ * (so one process sequences at a time), appends each outcome as an RFC 6962 leaf in the order it
+ * reads them, and seals a batch every `batchSize` leaves or `batchAgeMs` into one
+ * `evidence.leaves` record: the leaves with their indexes, the Merkle nodes they complete, the
+ * checkpoint signed as a C2SP note, and its own resume state (the next source offset of each
+ * partition).
  *
- * One record per batch makes a seal all or nothing. After a crash, or whenever the partition
- * is assigned again, the state is read back from the newest record and reading resumes at the
- * first offset it did not cover; a hand-over repeated by the intake is recognised by its
- * source offset. So the order is the partition's order, and a restart neither skips nor
- * repeats a leaf.
+ * One record per batch makes a seal all or nothing. After a crash, or whenever the partitions
+ * are assigned again, the state is read back from the newest record and every partition is read
+ * again from the first offset it did not cover (from its start when it never was); an outcome read
+ * twice is recognised by its source offset. So a restart neither skips nor repeats a leaf. Bytes
+ * that never decode are set aside on `events.dlq` and passed over.
  */
 export async function runEvidenceSequencer(topics: Topics, deps: RunnerDeps, options: SequencerOptions): Promise<RunningSequencer> {
   const log = deps.log.child({ stage: 'evidence' });
-  const io = stageIo(topics, 'evidence-sequencer', 'EvidenceLeaf');
+  const io = stageIo(topics, 'evidence-sequencer', 'DeliveryOutcome');
   const topic = io.input.topic;
   let stopped = false;
   let state = emptyState();
   let needsRecovery = true;
-  let buffer: { leaf: EvidenceLeaf; offset: bigint }[] = [];
+  let assigned: number[] = [];
+  /** Read and not yet sealed, in reading order; `next` per partition is the offset after the last one read. */
+  let buffer: { leaf: PendingLeaf | null; partition: number; offset: bigint }[] = [];
+  let next = new Map<number, bigint>();
   let timer: NodeJS.Timeout | undefined;
   let chain: Promise<unknown> = Promise.resolve();
   /** Seals and batch handling take turns. */
   const exclusive = <T>(fn: () => Promise<T>): Promise<T> => {
-    const next = chain.then(fn);
-    chain = next.catch(() => undefined);
-    return next;
+    const run = chain.then(fn);
+    chain = run.catch(() => undefined);
+    return run;
   };
 
-  const consumer: Consumer = await stageConsumer(deps.kafka, groupIdOf(deps.groupPrefix, io.name), [topic], () => stopped, { maxBytes: 8 * 1024 * 1024 });
+  const consumer: Consumer = await stageConsumer(deps.kafka, groupIdOf(deps.groupPrefix, io.name), [topic], () => stopped, {
+    maxBytes: 8 * 1024 * 1024,
+    partitionAssigners: [oneOwnerAssigner],
+  });
   // a new assignment may follow another process's appends: start again from the log's tail
-  consumer.on(consumer.events.GROUP_JOIN, () => {
+  consumer.on(consumer.events.GROUP_JOIN, (e) => {
+    assigned = (e.payload.memberAssignment[topic] ?? []).slice().sort((a, b) => a - b);
     needsRecovery = true;
   });
 
@@ -83,9 +116,22 @@ export async function runEvidenceSequencer(topics: Topics, deps: RunnerDeps, opt
     buffer = [];
     const last = await readLastRecord(deps.kafka, topics.evidenceLeaves);
     state = last ? stateOf(await deps.codec.decode('EvidenceBatch', last.value)) : emptyState();
+    const admin = deps.kafka.admin();
+    await admin.connect();
+    let low: Map<number, bigint>;
+    try {
+      low = new Map((await admin.fetchTopicOffsets(topic)).map((o) => [o.partition, BigInt(o.low)]));
+    } finally {
+      await admin.disconnect();
+    }
+    next = new Map();
+    for (const partition of assigned) {
+      const from = state.marks.get(partition) ?? low.get(partition) ?? 0n;
+      next.set(partition, from);
+      consumer.seek({ topic, partition, offset: from.toString() });
+    }
     needsRecovery = false;
-    consumer.seek({ topic, partition: 0, offset: state.pendingNext.toString() });
-    log.info('evidence log resumed', { tree_size: state.range.size, pending_offset: state.pendingNext.toString() });
+    log.info('evidence log resumed', { tree_size: state.range.size, partitions: assigned.length });
   };
 
   const seal = async (): Promise<void> => {
@@ -98,17 +144,17 @@ export async function runEvidenceSequencer(topics: Topics, deps: RunnerDeps, opt
     const marks = new Map(state.marks);
     const leaves: SealedLeaf[] = [];
     const nodes: EvidenceBatch['nodes'] = [];
-    for (const { leaf } of taken) {
-      const mark = marks.get(leaf.source_partition);
-      if (mark !== undefined && BigInt(leaf.source_offset) < mark) continue; // handed over twice
-      marks.set(leaf.source_partition, BigInt(leaf.source_offset) + 1n);
+    for (const { leaf, partition, offset } of taken) {
+      const mark = marks.get(partition);
+      if (mark !== undefined && offset < mark) continue; // read twice
+      marks.set(partition, offset + 1n);
+      if (!leaf) continue; // set aside: only its place moves on
       const hash = leafHash(leafBytes({ ...leaf, attempted_at: leafTime(leaf.attempted_at) }));
       const leafIndex = range.size;
       nodes.push(...range.append(hash).map((n) => ({ level: n.level, index: n.index, hash: n.hash })));
       const { source_partition: _p, source_offset: _o, ...fields } = leaf;
       leaves.push({ ...fields, leaf_index: leafIndex, leaf_hash: hash });
     }
-    const pendingNext = taken[taken.length - 1]!.offset + 1n;
     if (leaves.length > 0) {
       const root = range.root();
       const batch: EvidenceBatch = {
@@ -120,8 +166,9 @@ export async function runEvidenceSequencer(topics: Topics, deps: RunnerDeps, opt
         leaves,
         nodes,
         frontier: range.hashes(),
-        pending_next_offset: Number(pendingNext),
-        source_marks: [...marks].map(([partition, next]) => ({ partition, next_offset: Number(next) })),
+        // the offset of a topic no longer read; kept in the schema for batches written before
+        pending_next_offset: 0,
+        source_marks: [...marks].map(([partition, offset]) => ({ partition, next_offset: Number(offset) })),
       };
       try {
         await produceOutputs(deps.producer, deps.codec, [{ topic: topics.evidenceLeaves, key: 'log', record: 'EvidenceBatch', value: batch }]);
@@ -132,9 +179,11 @@ export async function runEvidenceSequencer(topics: Topics, deps: RunnerDeps, opt
       }
       log.debug('evidence batch sealed', { first_index: batch.first_index, tree_size: batch.tree_size });
     }
-    state = { range, pendingNext, marks };
-    await consumer.commitOffsets([{ topic, partition: 0, offset: pendingNext.toString() }]).catch((err: unknown) => {
-      // harmless: a restart re-reads from an older offset and skips what is sealed
+    // without a leaf nothing is appended: the marks of outcomes set aside move on in memory, and
+    // the next sealed batch carries them (until then a restart reads those outcomes again)
+    state = { range, marks };
+    await consumer.commitOffsets([...marks].filter(([p]) => assigned.includes(p)).map(([partition, offset]) => ({ topic, partition, offset: offset.toString() }))).catch((err: unknown) => {
+      // harmless: a restart resumes from the log's own marks
       log.warn('evidence offset commit failed', { error: errorMessage(err) });
     });
   };
@@ -150,17 +199,31 @@ export async function runEvidenceSequencer(topics: Topics, deps: RunnerDeps, opt
   const onBatch = ({ batch, resolveOffset, heartbeat }: EachBatchPayload) =>
     exclusive(async () => {
       if (needsRecovery) {
-        // the seek drops this batch; fetching starts again where the log ends
+        // the seeks drop this batch; fetching starts again where the log ends
         await recover();
         return;
       }
-      const lastBuffered = buffer.length > 0 ? buffer[buffer.length - 1]!.offset : state.pendingNext - 1n;
+      const partition = batch.partition;
+      const from = next.get(partition);
+      if (from === undefined) return; // not ours since the last assignment
+      const letters = [];
       for (const message of batch.messages) {
         const offset = BigInt(message.offset);
-        if (offset <= lastBuffered || message.value === null) continue;
-        buffer.push({ leaf: await deps.codec.decode('EvidenceLeaf', message.value), offset });
+        if (offset < from) continue;
+        next.set(partition, offset + 1n);
+        if (message.value === null) continue;
+        let leaf: PendingLeaf | null = null;
+        try {
+          leaf = pendingLeaf(await deps.codec.decode('DeliveryOutcome', message.value), partition, Number(offset));
+        } catch (err) {
+          if (!(err instanceof UndecodableRecordError) || !deps.deadLetterTopic) throw err;
+          const ctx = { position: { partition, offset: message.offset }, source: { topic, key: message.key, value: message.value } };
+          letters.push(poisonLetter(deps.deadLetterTopic, io.name, log, ctx, null, `the record cannot be decoded as DeliveryOutcome: ${err.message}`));
+        }
+        buffer.push({ leaf, partition, offset });
         if (buffer.length >= options.batchSize) await seal();
       }
+      if (letters.length > 0) await produceOutputs(deps.producer, deps.codec, letters);
       resolveOffset(batch.lastOffset());
       scheduleSeal();
       await heartbeat();
@@ -173,7 +236,7 @@ export async function runEvidenceSequencer(topics: Topics, deps: RunnerDeps, opt
     async stop() {
       stopped = true;
       consumer.pause([{ topic }]);
-      await exclusive(seal).catch((err: unknown) => log.error('final evidence seal failed; the leaves will be read again', { error: errorMessage(err) }));
+      await exclusive(seal).catch((err: unknown) => log.error('final evidence seal failed; the outcomes will be read again', { error: errorMessage(err) }));
       if (timer) clearTimeout(timer);
       await consumer.disconnect();
     },

@@ -97,8 +97,8 @@ export interface LogEntry {
   fields: string;
 }
 
-/** A delivery attempt outcome handed to the evidence sequencer, with its place in deliveries.completed. */
-export interface EvidenceLeaf {
+/** A delivery attempt outcome as a leaf of the evidence log, in a sealed batch. */
+export interface SealedLeaf {
   tenant_id: string;
   delivery_id: string;
   event_id: string;
@@ -109,11 +109,6 @@ export interface EvidenceLeaf {
   response_code: number | null;
   attempted_at: number;
   body_sha256: string;
-  source_partition: number;
-  source_offset: number;
-}
-
-export interface SealedLeaf extends Omit<EvidenceLeaf, 'source_partition' | 'source_offset'> {
   leaf_index: number;
   leaf_hash: Buffer;
 }
@@ -154,7 +149,6 @@ export interface RecordTypes {
   DeliveryTask: DeliveryTask;
   DeliveryOutcome: DeliveryOutcome;
   ConfigEntry: ConfigEntry;
-  EvidenceLeaf: EvidenceLeaf;
   EvidenceBatch: EvidenceBatch;
   DeadLetter: DeadLetter;
 }
@@ -168,7 +162,6 @@ export const SCHEMA_FILES: Record<RecordName, string> = {
   DeliveryOutcome: 'delivery-outcome.avsc',
   ConfigEntry: 'config-entry.avsc',
   LogEntry: 'log-entry.avsc',
-  EvidenceLeaf: 'evidence-leaf.avsc',
   EvidenceBatch: 'evidence-batch.avsc',
   DeadLetter: 'dead-letter.avsc',
 };

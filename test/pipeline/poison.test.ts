@@ -8,7 +8,8 @@ import { runWindowedStage } from '../../pipeline/runner/windowed-runner';
 import type { RecordStage } from '../../pipeline/runner/stage';
 import { Logger } from '../../core/log';
 import { uniqueSuffix } from '../support/ids';
-import { waitForStates } from '../support/flow';
+import { destinationWithIngester, sendEvent, waitForStates } from '../support/flow';
+import { startReceiver } from '../support/receiver';
 import { eventually, startTestService, type TestService } from '../support/service';
 import { readTopic } from '../support/topic';
 
@@ -83,6 +84,38 @@ describe('poison records', () => {
       expect(l.event_id).toBeNull();
     }
     expect(new Set(letters.map((l) => l.source_partition))).toEqual(new Set(partitions));
+  });
+
+  it('bytes on deliveries.completed that do not decode go to events.dlq; the evidence log goes on past them', async () => {
+    const r = await startReceiver();
+    try {
+      const topic = svc.service.topics.deliveryCompleted;
+      const admin = kafka.admin();
+      await admin.connect();
+      const [meta] = (await admin.fetchTopicMetadata({ topics: [topic] })).topics;
+      await admin.disconnect();
+      const partitions = meta!.partitions.map((p) => p.partitionId);
+      const garbage = partitions.map((p) => Buffer.from(`not an outcome ${p} ${uniqueSuffix()}`));
+      const producer = createProducer(kafka);
+      await producer.connect();
+      try {
+        await producer.send({ topic, acks: -1, messages: partitions.map((p, i) => ({ partition: p, key: 'dst_poison', value: garbage[i]! })) });
+      } finally {
+        await producer.disconnect();
+      }
+      const { hookUrl } = await destinationWithIngester(svc, `after-garbage-${uniqueSuffix()}`, r.url);
+      const events = [];
+      for (let i = 0; i < 4; i++) events.push(await sendEvent(hookUrl, { i }));
+      // acked: sealed into the log by a sequencer that read past the garbage
+      for (const id of events) await waitForStates(svc, id, ['delivered', 'acked']);
+      const texts = new Set(garbage.map((g) => g.toString()));
+      const letters = await lettersOn(svc.service.topics.eventsDlq, garbage.length, (l) => texts.has(Buffer.from(l.value).toString()));
+      expect(letters.map((l) => l.stage)).toEqual(garbage.map(() => 'evidence-sequencer'));
+      expect(new Set(letters.map((l) => l.source_partition))).toEqual(new Set(partitions));
+      for (const l of letters) expect(l.reason).toMatch(/^the record cannot be decoded as DeliveryOutcome: /);
+    } finally {
+      await r.close();
+    }
   });
 
   const runners: [string, (stage: RecordStage<'WebhookEvent'>, deps: RunnerDeps) => Promise<RunningStage>][] = [

@@ -3,7 +3,7 @@ import { Logger } from '../../core/log';
 import type { DeliveryFlow, Destination, Ingester } from '../../core/model';
 import { topicNames } from '../../core/topics';
 import type { DeadLetter, DeliveryOutcome, DeliveryTask, EventTransition, WebhookEvent } from '../../platform/avro/records';
-import { evidenceIntakeStage } from '../../pipeline/evidence/intake';
+import { pendingLeaf } from '../../pipeline/evidence/sequencer';
 import { filterStage } from '../../pipeline/filter/stage';
 import { forward } from '../../pipeline/retry/delay-stage';
 import { routeStage } from '../../pipeline/route/stage';
@@ -123,13 +123,10 @@ describe('route', () => {
   });
 });
 
-describe('evidence intake and the delay tiers', () => {
-  it('hands an outcome to the sequencer with its place in deliveries.completed', async () => {
-    const stage = evidenceIntakeStage(topics);
-    const outcome = { tenant_id: T, delivery_id: 'dlv_1', event_id: 'evt_1', destination_id: 'dst_a', correlation_id: 'cor_1', attempt_number: 2, status: 'delivered', response_code: 200, attempted_at: 5, body_sha256: 'ab' } as unknown as DeliveryOutcome;
-    const outs = await stage.handle(outcome, ctx(41));
-    checkWrites(stage, outs);
-    expect(outs).toEqual([{ topic: topics.evidencePending, key: 'dlv_1', record: 'EvidenceLeaf', value: expect.objectContaining({ delivery_id: 'dlv_1', attempt_number: 2, status: 'delivered', source_partition: 2, source_offset: 41 }) }]);
+describe('evidence leaves and the delay tiers', () => {
+  it('makes an outcome a leaf with its place in deliveries.completed', () => {
+    const outcome = { tenant_id: T, delivery_id: 'dlv_1', event_id: 'evt_1', destination_id: 'dst_a', correlation_id: 'cor_1', attempt_number: 2, status: 'delivered', response_code: 200, attempted_at: 5, body_sha256: 'ab', duration_ms: 3, error_message: null, next_attempt_at: null } as DeliveryOutcome;
+    expect(pendingLeaf(outcome, 2, 41)).toEqual({ tenant_id: T, delivery_id: 'dlv_1', event_id: 'evt_1', destination_id: 'dst_a', correlation_id: 'cor_1', attempt_number: 2, status: 'delivered', response_code: 200, attempted_at: 5, body_sha256: 'ab', source_partition: 2, source_offset: 41 });
   });
 
   it('sends a task that has waited enough on to delivery, else into the longest tier that does not overshoot', () => {
