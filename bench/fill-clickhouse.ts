@@ -1,7 +1,7 @@
 /**
  * Fills the deliveries table of an embedded ClickHouse data dir with synthetic attempts (the
  * rows the sink writes, through the same @clickhouse/client), then measures the bare client
- * on them: insert rows/s, a primary-key point read, and the deliveries list query the API
+ * on them: insert rows/s, a read of one delivery by id, and the deliveries list query the API
  * runs. A process of its own because the embedded engine allows one process per data dir:
  * it exits before the service opens the same dir.
  *
@@ -15,7 +15,7 @@ import { openClickHouse } from '../platform/clickhouse/client';
 import { migrate } from '../platform/clickhouse/migrate';
 import { deliveryRow } from '../pipeline/sink/rows';
 import { INSERT_COLUMNS } from '../pipeline/sink/stage';
-import { listDeliveriesSql } from './lib/queries';
+import { listDeliveriesSql } from '../platform/clickhouse/deliveries-list';
 import { outcomeGenerator } from './lib/synthetic';
 import { quantile, round, sleep, summary } from './lib/stats';
 
@@ -66,13 +66,13 @@ async function main(): Promise<void> {
     const parts = await count(client, `SELECT count() AS n FROM system.parts WHERE database = '${database}' AND table = 'deliveries' AND active`);
     const stored = await count(client, `SELECT count() AS n FROM ${table}`);
 
-    // bare reads: a primary-key point read, and the API's own list query
+    // bare reads: one delivery by id, and the API's own list query
     const point: number[] = [];
     const list: number[] = [];
     const listRounds: number[] = [];
     const probe = outcome;
     for (let k = 0; k < Math.min(5, samples); k++) {
-      await (await client.query({ ...listDeliveriesSql(database, tenant, 'failed', 101), format: 'JSONEachRow' })).json();
+      await (await client.query({ ...listDeliveriesSql(database, { tenant, status: 'failed', before: null, destinationIds: null }, 101), format: 'JSONEachRow' })).json();
     }
     for (let k = 0; k < samples * rounds; k++) {
       const i = Math.floor(Math.random() * rows);
@@ -87,7 +87,7 @@ async function main(): Promise<void> {
       point.push(performance.now() - t);
       if (found.length !== 1) throw new Error(`point read of ${o.delivery_id} found ${found.length} rows`);
       t = performance.now();
-      const page = await (await client.query({ ...listDeliveriesSql(database, tenant, 'failed', 101), format: 'JSONEachRow' })).json();
+      const page = await (await client.query({ ...listDeliveriesSql(database, { tenant, status: 'failed', before: null, destinationIds: null }, 101), format: 'JSONEachRow' })).json();
       list.push(performance.now() - t);
       if (page.length === 0) throw new Error('the list query found no failed attempt');
       if ((k + 1) % samples === 0) listRounds.push(round(quantile(list.slice(-samples), 0.99)));

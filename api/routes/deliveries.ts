@@ -6,21 +6,11 @@ import type { ApiKey } from '../../core/model';
 import { decodeCursor, encodeCursor } from '../cursor';
 import { parseLimit } from '../paging';
 import { CH_TIME, isoFromClickHouse } from '../../platform/clickhouse/time';
+import { listDeliveries, type DeliveryRow } from '../../platform/clickhouse/deliveries-list';
+
+export type { DeliveryRow };
 
 export const DELIVERY_STATUSES = ['delivered', 'retrying', 'failed'] as const;
-
-/** One attempt as the deliveries table gives it to the API. */
-export interface DeliveryRow {
-  delivery_id: string;
-  attempt_number: number;
-  event_id: string;
-  destination_id: string;
-  status: string;
-  response_code: number | null;
-  attempted_at_text: string;
-  error_message: string | null;
-  body_sha256: string;
-}
 
 export function deliveriesRouter(clickhouse: ClickHouseClient, database: string): Router {
   const router = express.Router({ mergeParams: true });
@@ -34,34 +24,15 @@ export function deliveriesRouter(clickhouse: ClickHouseClient, database: string)
       throw new AppError('unprocessable-entity', `status must be one of ${DELIVERY_STATUSES.join(', ')}`);
     }
     const filters = { status: status ?? null };
-    const params: Record<string, unknown> = { tenant: key.tenant_id, limit: limit + 1 };
-    const where = ['tenant_id = {tenant:String}'];
-    if (status) {
-      where.push('status = {status:String}');
-      params.status = status;
-    }
+    let before: { at: string; id: string; n: number } | null = null;
     if (typeof req.query.cursor === 'string' && req.query.cursor !== '') {
       const [at, id, n] = decodeCursor(req.query.cursor, filters);
       if (typeof at !== 'string' || !CH_TIME.test(at) || typeof id !== 'string' || typeof n !== 'number' || !Number.isInteger(n) || n < 0 || n > 0xffffffff) {
         throw new AppError('validation-error', 'the cursor is not one this API issued', { errors: [{ field: 'cursor', message: 'is not a valid cursor' }] });
       }
-      where.push('(attempted_at, delivery_id, attempt_number) < ({at:DateTime64(3)}, {id:String}, {n:UInt32})');
-      Object.assign(params, { at, id, n });
+      before = { at, id, n };
     }
-    if (key.resource_ids) {
-      where.push('destination_id IN {resources:Array(String)}');
-      params.resources = key.resource_ids;
-    }
-    const rs = await clickhouse.query({
-      query: `SELECT delivery_id, attempt_number, event_id, destination_id, status, response_code, toString(attempted_at) AS attempted_at_text, error_message, body_sha256
-              FROM ${database}.deliveries FINAL
-              WHERE ${where.join(' AND ')}
-              ORDER BY attempted_at DESC, delivery_id DESC, attempt_number DESC
-              LIMIT {limit:UInt32}`,
-      query_params: params,
-      format: 'JSONEachRow',
-    });
-    const rows = await rs.json<DeliveryRow>();
+    const rows = await listDeliveries(clickhouse, database, { tenant: key.tenant_id, status: status ?? null, before, destinationIds: key.resource_ids ?? null }, limit + 1);
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
     res.json({

@@ -124,7 +124,18 @@ describe('tenant resources', () => {
       attempt_number: attempt, status: attempt === 2 ? 'failed' : 'retrying', response_code: 500, attempted_at: now - 10_000 + n * 100 + attempt,
       duration_ms: 1, error_message: 'the destination answered 500', body_sha256: 'x', next_attempt_at: null,
     })));
-    await svc.clickhouse.insert({ table: `${svc.config.clickhouseDatabase}.deliveries`, values: rows, format: 'JSONEachRow' });
+    // every attempt twice, in two parts that no merge collapses meanwhile, as after a sink re-read
+    const table = `${svc.config.clickhouseDatabase}.deliveries`;
+    await svc.clickhouse.command({ query: `SYSTEM STOP MERGES ${table}` });
+    await svc.clickhouse.insert({ table, values: rows, format: 'JSONEachRow' });
+    await svc.clickhouse.insert({ table, values: rows, format: 'JSONEachRow' });
+    const stored = await (await svc.clickhouse.query({ query: `SELECT count() AS n FROM ${table} WHERE delivery_id LIKE 'dlv_01m80000000000000000page%'`, format: 'JSONEachRow' })).json<{ n: string }>();
+    expect(Number(stored[0]!.n)).toBe(12);
+    const all = await svc.api('GET', `${base()}/deliveries?status=failed&limit=10`);
+    expect(all.body.deliveries.map((d: { id: string }) => d.id)).toEqual(['dlv_01m80000000000000000page3', 'dlv_01m80000000000000000page2', 'dlv_01m80000000000000000page1']);
+    const two = await svc.api('GET', `${base()}/deliveries?status=failed&limit=2`);
+    expect(two.body.deliveries).toHaveLength(2);
+    expect(two.body.next_cursor).toEqual(expect.any(String));
     const seen: string[] = [];
     let cursor: string | null = null;
     do {
@@ -140,6 +151,7 @@ describe('tenant resources', () => {
     const one = await svc.api('GET', `${base()}/deliveries/dlv_01m80000000000000000page2`);
     expect(one.body).toMatchObject({ id: 'dlv_01m80000000000000000page2', status: 'failed', attempt_number: 2, error_message: 'the destination answered 500' });
     expect(one.body.attempts.map((a: { attempt_number: number; status: string }) => [a.attempt_number, a.status])).toEqual([[1, 'retrying'], [2, 'failed']]);
+    await svc.clickhouse.command({ query: `SYSTEM START MERGES ${table}` });
   });
 
   it('404 for a delivery that does not exist', async () => {
