@@ -73,7 +73,7 @@ export function consumers(topics: Topics): ConsumerSpec[] {
     { name: 'filter', stage: 'filter', reads: [topics.validated], writes: [topics.filtered, topics.transitions, topics.eventsDlq] },
     { name: 'route', stage: 'route', reads: [topics.filtered], writes: [topics.deliveryRequested, topics.eventsDlq] },
     { name: 'deliver', stage: 'deliver', reads: [topics.deliveryRequested], writes: [topics.deliveryCompleted, topics.transitions, topics.deliveryDlq, ...tiers, topics.eventsDlq] },
-    { name: 'retry', stage: 'retry', reads: tiers, writes: [topics.deliveryRequested, ...tiers] },
+    { name: 'retry', stage: 'retry', reads: tiers, writes: [topics.deliveryRequested, ...tiers, topics.eventsDlq] },
     // one member of the group reads every partition (pipeline/evidence/one-owner.ts): the log has one writer
     { name: 'evidence-sequencer', stage: 'evidence', reads: [topics.deliveryCompleted], writes: [topics.evidenceLeaves, topics.eventsDlq] },
     // a stage's output record is the record of the state it enters: the sink derives the state rows

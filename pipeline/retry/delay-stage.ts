@@ -1,5 +1,7 @@
 import type { Consumer, EachBatchPayload } from 'kafkajs';
 import { errorMessage } from '../../core/log';
+import { UndecodableRecordError } from '../../platform/avro/codec';
+import { poisonLetter } from '../dead-letter';
 import { consumerSpec, groupIdOf, type Topics } from '../../core/topics';
 import type { DeliveryTask } from '../../platform/avro/records';
 import { delayTopicFor } from '../deliver/delay';
@@ -18,7 +20,8 @@ export function forward(topics: Topics, task: DeliveryTask, now: number): AnyOut
  * The delay tiers. Every record of tier T waits until T after it was appended; since all
  * records of a tier wait equally long, the head of a partition is always due first, so the
  * consumer pauses the partition until the head is due and resumes then. The wait is carried by
- * Kafka: a crash loses nothing, the records are read again and wait out what is left.
+ * Kafka: a crash loses nothing, the records are read again and wait out what is left. Bytes
+ * that do not decode go to the dead-letter topic with the reason and the partition goes on.
  */
 export async function runDelayTiers(topics: Topics, deps: RunnerDeps, now: () => number = Date.now): Promise<RunningStage> {
   const log = deps.log.child({ stage: 'retry' });
@@ -46,7 +49,16 @@ export async function runDelayTiers(topics: Topics, deps: RunnerDeps, now: () =>
         timers.add(timer);
         break;
       }
-      if (message.value !== null) due.push(forward(topics, await deps.codec.decode('DeliveryTask', message.value), now()));
+      if (message.value !== null) {
+        try {
+          due.push(forward(topics, await deps.codec.decode('DeliveryTask', message.value), now()));
+        } catch (err) {
+          // bytes that never decode are set aside, so the tier's partition goes on
+          if (!(err instanceof UndecodableRecordError) || !deps.deadLetterTopic) throw err;
+          const ctx = { position: { partition: batch.partition, offset: message.offset }, source: { topic: batch.topic, key: message.key, value: message.value } };
+          due.push(poisonLetter(deps.deadLetterTopic, 'retry', log, ctx, null, `the record cannot be decoded as DeliveryTask: ${err.message}`));
+        }
+      }
       lastDue = message.offset;
     }
     if (lastDue === undefined) return;

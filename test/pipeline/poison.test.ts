@@ -118,6 +118,41 @@ describe('poison records', () => {
     }
   });
 
+  it('bytes on a delay tier that do not decode go to events.dlq; the tier goes on', async () => {
+    const tier = svc.service.topics.retryTiers[0]!.topic;
+    const admin = kafka.admin();
+    await admin.connect();
+    const [meta] = (await admin.fetchTopicMetadata({ topics: [tier] })).topics;
+    await admin.disconnect();
+    const partitions = meta!.partitions.map((p) => p.partitionId);
+    const garbage = partitions.map((p) => Buffer.from(`not a task ${p} ${uniqueSuffix()}`));
+    const producer = createProducer(kafka);
+    await producer.connect();
+    try {
+      await producer.send({ topic: tier, acks: -1, messages: partitions.map((p, i) => ({ partition: p, key: 'dst_poison', value: garbage[i]! })) });
+    } finally {
+      await producer.disconnect();
+    }
+    const texts = new Set(garbage.map((g) => g.toString()));
+    const letters = await lettersOn(svc.service.topics.eventsDlq, garbage.length, (l) => texts.has(Buffer.from(l.value).toString()));
+    expect(letters.map((l) => l.stage)).toEqual(garbage.map(() => 'retry'));
+    expect(new Set(letters.map((l) => l.source_partition))).toEqual(new Set(partitions));
+    for (const l of letters) expect(l.reason).toMatch(/^the record cannot be decoded as DeliveryTask: /);
+    // the tier's committed offsets are past the garbage: a restart does not meet it again
+    const offsets = await eventually('committed past the garbage', async () => {
+      const a = kafka.admin();
+      await a.connect();
+      try {
+        const [t] = await a.fetchOffsets({ groupId: `${svc.config.topicPrefix}hookline.retry`, topics: [tier] });
+        const high = await a.fetchTopicOffsets(tier);
+        return t!.partitions.every((p) => p.offset === high.find((h) => h.partition === p.partition)!.high) ? t : undefined;
+      } finally {
+        await a.disconnect();
+      }
+    });
+    expect(offsets.partitions).toHaveLength(partitions.length);
+  });
+
   const runners: [string, (stage: RecordStage<'WebhookEvent'>, deps: RunnerDeps) => Promise<RunningStage>][] = [
     ['the record runner', runStage],
     ['the windowed runner', (stage, deps) => runWindowedStage(stage, deps, { maxInFlight: 8 })],
