@@ -12,7 +12,6 @@ export interface Topics {
   /** Input records a stage could not handle (schemas/dead-letter.avsc), so that their partition goes on. */
   eventsDlq: string;
   logs: string;
-  /** Delivery outcomes handed to the evidence sequencer (one partition: one sequencer). */
   /** The evidence log itself: sealed batches of leaves with their signed checkpoints, kept forever. */
   evidenceLeaves: string;
   /** Delay tiers, shortest first: a record waits in its tier for the tier's delay. */

@@ -1,4 +1,6 @@
-import type { Logger } from '../core/log';
+import type { KafkaMessage } from 'kafkajs';
+import { errorMessage, type Logger } from '../core/log';
+import type { RecordName } from '../platform/avro/records';
 import type { Output, StageContext } from './runner/stage';
 
 /**
@@ -45,4 +47,15 @@ export function poisonLetter(topic: string, stage: string, log: Logger, ctx: Pic
   const eventId = typeof subject.event_id === 'string' ? subject.event_id : null;
   log.error('record set aside as a dead letter', { topic: ctx.source.topic, partition: ctx.position.partition, offset: ctx.position.offset, tenant_id: tenantId, ...(eventId ? { event_id: eventId } : {}), reason });
   return deadLetter(topic, stage, ctx, { tenant_id: tenantId, event_id: eventId }, reason);
+}
+
+/** Why bytes were set aside, as every consumer's dead letter says it. */
+export function undecodableReason(record: RecordName, err: unknown): string {
+  return `the record cannot be decoded as ${record}: ${errorMessage(err)}`;
+}
+
+/** The dead letter of `message`, read at `partition` of `topic`, whose bytes do not decode as `record`. */
+export function undecodableLetter(dlq: string, stage: string, log: Logger, topic: string, partition: number, message: KafkaMessage, record: RecordName, err: unknown): Output<'DeadLetter'> {
+  const ctx = { position: { partition, offset: message.offset }, source: { topic, key: message.key, value: message.value ?? Buffer.alloc(0) } };
+  return poisonLetter(dlq, stage, log, ctx, null, undecodableReason(record, err));
 }

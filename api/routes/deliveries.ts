@@ -8,8 +8,6 @@ import { parseLimit } from '../paging';
 import { CH_TIME, isoFromClickHouse } from '../../platform/clickhouse/time';
 import { listDeliveries, type DeliveryRow } from '../../platform/clickhouse/deliveries-list';
 
-export type { DeliveryRow };
-
 export const DELIVERY_STATUSES = ['delivered', 'retrying', 'failed'] as const;
 
 export function deliveriesRouter(clickhouse: ClickHouseClient, database: string): Router {

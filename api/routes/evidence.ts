@@ -8,7 +8,7 @@ import { authOf, requireResourceOf, requireScope } from '../auth';
 import type { ApiKey } from '../../core/model';
 import { decodeCursor, encodeCursor } from '../cursor';
 import { parseLimit } from '../paging';
-import type { DeliveryRow } from './deliveries';
+import type { DeliveryRow } from '../../platform/clickhouse/deliveries-list';
 import { isoFromClickHouse } from '../../platform/clickhouse/time';
 
 /** What a client needs to check checkpoints on its own. */

@@ -10,7 +10,8 @@ import { authOf, requireResourceOf, requireScope } from '../auth';
 import type { Operations } from '../mcp/checks';
 import type { ListedTool } from '../mcp/server';
 import { checkpointBody, deliveryEvidence, integerParam } from './evidence';
-import { attemptsOf, deliveryBody, type DeliveryRow } from './deliveries';
+import { attemptsOf, deliveryBody } from './deliveries';
+import type { DeliveryRow } from '../../platform/clickhouse/deliveries-list';
 import { readLogs } from './logs';
 
 export interface McpRoutesDeps {

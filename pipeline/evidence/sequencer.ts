@@ -6,7 +6,7 @@ import { CompactRange, leafHash } from '../../core/merkle';
 import { formatCheckpoint, type NoteSigner } from '../../core/signed-note';
 import { groupIdOf, stageIo, type Topics } from '../../core/topics';
 import type { DeliveryOutcome, EvidenceBatch, SealedLeaf } from '../../platform/avro/records';
-import { poisonLetter } from '../dead-letter';
+import { undecodableLetter } from '../dead-letter';
 import { readLastRecord } from '../../platform/kafka/last-record';
 import { produceOutputs, type RunnerDeps, type RunningStage } from '../runner/run-stage';
 import { stageConsumer } from '../runner/stage-consumer';
@@ -217,8 +217,7 @@ export async function runEvidenceSequencer(topics: Topics, deps: RunnerDeps, opt
           leaf = pendingLeaf(await deps.codec.decode('DeliveryOutcome', message.value), partition, Number(offset));
         } catch (err) {
           if (!(err instanceof UndecodableRecordError) || !deps.deadLetterTopic) throw err;
-          const ctx = { position: { partition, offset: message.offset }, source: { topic, key: message.key, value: message.value } };
-          letters.push(poisonLetter(deps.deadLetterTopic, io.name, log, ctx, null, `the record cannot be decoded as DeliveryOutcome: ${err.message}`));
+          letters.push(undecodableLetter(deps.deadLetterTopic, io.name, log, topic, partition, message, 'DeliveryOutcome', err));
         }
         buffer.push({ leaf, partition, offset });
         if (buffer.length >= options.batchSize) await seal();

@@ -1,7 +1,7 @@
 import type { Consumer, EachBatchPayload } from 'kafkajs';
 import { errorMessage } from '../../core/log';
 import { UndecodableRecordError } from '../../platform/avro/codec';
-import { poisonLetter } from '../dead-letter';
+import { undecodableLetter } from '../dead-letter';
 import { consumerSpec, groupIdOf, type Topics } from '../../core/topics';
 import type { DeliveryTask } from '../../platform/avro/records';
 import { delayTopicFor } from '../deliver/delay';
@@ -55,8 +55,7 @@ export async function runDelayTiers(topics: Topics, deps: RunnerDeps, now: () =>
         } catch (err) {
           // bytes that never decode are set aside, so the tier's partition goes on
           if (!(err instanceof UndecodableRecordError) || !deps.deadLetterTopic) throw err;
-          const ctx = { position: { partition: batch.partition, offset: message.offset }, source: { topic: batch.topic, key: message.key, value: message.value } };
-          due.push(poisonLetter(deps.deadLetterTopic, 'retry', log, ctx, null, `the record cannot be decoded as DeliveryTask: ${err.message}`));
+          due.push(undecodableLetter(deps.deadLetterTopic, 'retry', log, batch.topic, batch.partition, message, 'DeliveryTask', err));
         }
       }
       lastDue = message.offset;

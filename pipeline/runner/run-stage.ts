@@ -7,7 +7,7 @@ import { UndecodableRecordError, type AvroCodec } from '../../platform/avro/code
 import type { RecordName, RecordTypes } from '../../platform/avro/records';
 import { checkWrites, type AnyOutput, type RecordStage, type Stage, type StageContext } from './stage';
 import { groupIdOf } from '../../core/topics';
-import { poisonLetter } from '../dead-letter';
+import { poisonLetter, undecodableReason } from '../dead-letter';
 
 export interface RunnerDeps {
   kafka: Kafka;
@@ -117,7 +117,7 @@ export async function runStage(stage: Stage, deps: RunnerDeps): Promise<RunningS
         value = await deps.codec.decode(stage.input.record, ctx.source.value);
       } catch (err) {
         if (!(err instanceof UndecodableRecordError)) throw err;
-        return poison(ctx, undefined, `the record cannot be decoded as ${stage.input.record}: ${errorMessage(err)}`, err);
+        return poison(ctx, undefined, undecodableReason(stage.input.record, err), err);
       }
       for (let attempt = 1; ; attempt++) {
         try {

@@ -5,7 +5,7 @@ import { errorMessage } from '../../core/log';
 import { groupIdOf } from '../../core/topics';
 import { UndecodableRecordError } from '../../platform/avro/codec';
 import type { RecordName, RecordTypes } from '../../platform/avro/records';
-import { poisonLetter } from '../dead-letter';
+import { poisonLetter, undecodableReason } from '../dead-letter';
 import { encodeOutputs, HANDLER_ATTEMPTS, type RunnerDeps, type RunningStage } from './run-stage';
 import { checkWrites, type AnyOutput, type RecordStage, type StageContext } from './stage';
 
@@ -170,7 +170,7 @@ export async function runWindowedStage<N extends RecordName>(stage: RecordStage<
             w.slots.pop();
             throw err;
           }
-          start(source, batch.partition, slot, undefined, `the record cannot be decoded as ${stage.input.record}: ${errorMessage(err)}`);
+          start(source, batch.partition, slot, undefined, undecodableReason(stage.input.record, err));
           resolveOffset(message.offset);
           continue;
         }

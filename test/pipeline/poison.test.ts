@@ -43,28 +43,32 @@ describe('poison records', () => {
     });
   }
 
-  it('bytes on webhooks.received that do not decode go to events.dlq as they were; the validate stage and the sink go on past them', async () => {
-    const ing = await svc.api('POST', `/v1/tenants/${svc.tenantId}/ingesters`, { name: 'behind poison', provider: 'none', config: {} });
-    expect(ing.status).toBe(201);
-    const { partitions } = (await (async () => {
-      const admin = kafka.admin();
-      await admin.connect();
-      try {
-        const [meta] = (await admin.fetchTopicMetadata({ topics: [svc.service.topics.received] })).topics;
-        return { partitions: meta!.partitions.map((p) => p.partitionId) };
-      } finally {
-        await admin.disconnect();
-      }
-    })());
-    // garbage on every partition, so whatever partition the webhooks land on has it ahead of them
-    const garbage = partitions.map((p) => Buffer.from(`not avro ${p} ${uniqueSuffix()}`));
+  /** Bytes that are no record, one on every partition of `topic` under `key`: whatever partition later records land on has one ahead of them. */
+  async function garbageOnEveryPartition(topic: string, key: string, label: string): Promise<{ partitions: number[]; garbage: Buffer[] }> {
+    const admin = kafka.admin();
+    await admin.connect();
+    let partitions: number[];
+    try {
+      const [meta] = (await admin.fetchTopicMetadata({ topics: [topic] })).topics;
+      partitions = meta!.partitions.map((p) => p.partitionId);
+    } finally {
+      await admin.disconnect();
+    }
+    const garbage = partitions.map((p) => Buffer.from(`${label} ${p} ${uniqueSuffix()}`));
     const producer = createProducer(kafka);
     await producer.connect();
     try {
-      await producer.send({ topic: svc.service.topics.received, acks: -1, messages: partitions.map((p, i) => ({ partition: p, key: `${svc.tenantId}/${ing.body.id}`, value: garbage[i]! })) });
+      await producer.send({ topic, acks: -1, messages: partitions.map((p, i) => ({ partition: p, key, value: garbage[i]! })) });
     } finally {
       await producer.disconnect();
     }
+    return { partitions, garbage };
+  }
+
+  it('bytes on webhooks.received that do not decode go to events.dlq as they were; the validate stage and the sink go on past them', async () => {
+    const ing = await svc.api('POST', `/v1/tenants/${svc.tenantId}/ingesters`, { name: 'behind poison', provider: 'none', config: {} });
+    expect(ing.status).toBe(201);
+    const { partitions, garbage } = await garbageOnEveryPartition(svc.service.topics.received, `${svc.tenantId}/${ing.body.id}`, 'not avro');
     const ids: string[] = [];
     for (let i = 0; i < 6; i++) {
       const res = await fetch(`${svc.url}/v1/hooks/${ing.body.id}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ i }) });
@@ -89,20 +93,7 @@ describe('poison records', () => {
   it('bytes on deliveries.completed that do not decode go to events.dlq; the evidence log goes on past them', async () => {
     const r = await startReceiver();
     try {
-      const topic = svc.service.topics.deliveryCompleted;
-      const admin = kafka.admin();
-      await admin.connect();
-      const [meta] = (await admin.fetchTopicMetadata({ topics: [topic] })).topics;
-      await admin.disconnect();
-      const partitions = meta!.partitions.map((p) => p.partitionId);
-      const garbage = partitions.map((p) => Buffer.from(`not an outcome ${p} ${uniqueSuffix()}`));
-      const producer = createProducer(kafka);
-      await producer.connect();
-      try {
-        await producer.send({ topic, acks: -1, messages: partitions.map((p, i) => ({ partition: p, key: 'dst_poison', value: garbage[i]! })) });
-      } finally {
-        await producer.disconnect();
-      }
+      const { partitions, garbage } = await garbageOnEveryPartition(svc.service.topics.deliveryCompleted, 'dst_poison', 'not an outcome');
       const { hookUrl } = await destinationWithIngester(svc, `after-garbage-${uniqueSuffix()}`, r.url);
       const events = [];
       for (let i = 0; i < 4; i++) events.push(await sendEvent(hookUrl, { i }));
@@ -120,19 +111,7 @@ describe('poison records', () => {
 
   it('bytes on a delay tier that do not decode go to events.dlq; the tier goes on', async () => {
     const tier = svc.service.topics.retryTiers[0]!.topic;
-    const admin = kafka.admin();
-    await admin.connect();
-    const [meta] = (await admin.fetchTopicMetadata({ topics: [tier] })).topics;
-    await admin.disconnect();
-    const partitions = meta!.partitions.map((p) => p.partitionId);
-    const garbage = partitions.map((p) => Buffer.from(`not a task ${p} ${uniqueSuffix()}`));
-    const producer = createProducer(kafka);
-    await producer.connect();
-    try {
-      await producer.send({ topic: tier, acks: -1, messages: partitions.map((p, i) => ({ partition: p, key: 'dst_poison', value: garbage[i]! })) });
-    } finally {
-      await producer.disconnect();
-    }
+    const { partitions, garbage } = await garbageOnEveryPartition(tier, 'dst_poison', 'not a task');
     const texts = new Set(garbage.map((g) => g.toString()));
     const letters = await lettersOn(svc.service.topics.eventsDlq, garbage.length, (l) => texts.has(Buffer.from(l.value).toString()));
     expect(letters.map((l) => l.stage)).toEqual(garbage.map(() => 'retry'));
