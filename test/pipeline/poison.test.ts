@@ -1,7 +1,7 @@
 import type { Kafka, Producer } from 'kafkajs';
 import { AvroCodec } from '../../platform/avro/codec';
 import type { DeadLetter, WebhookEvent } from '../../platform/avro/records';
-import { createProducer } from '../../platform/kafka/client';
+import { createProducer, ensureTopics } from '../../platform/kafka/client';
 import { BatchingProducer } from '../../platform/kafka/batching-producer';
 import { HANDLER_ATTEMPTS, runStage, type RunnerDeps, type RunningStage } from '../../pipeline/runner/run-stage';
 import { runWindowedStage } from '../../pipeline/runner/windowed-runner';
@@ -146,10 +146,7 @@ describe('poison records', () => {
     const tries = new Map<string, number>();
 
     beforeAll(async () => {
-      const admin = kafka.admin();
-      await admin.connect();
-      await admin.createTopics({ waitForLeaders: true, topics: [input, output, dlq].map((topic) => ({ topic, numPartitions: 1, replicationFactor: 1 })) });
-      await admin.disconnect();
+      await ensureTopics(kafka, [input, output, dlq].map((topic) => ({ topic, partitions: 1 })));
       await codec.register({ [input]: 'WebhookEvent', [output]: 'WebhookEvent', [dlq]: 'DeadLetter' });
       producer = createProducer(kafka);
       await producer.connect();

@@ -3,7 +3,7 @@ import { Logger } from '../../core/log';
 import { AvroCodec } from '../../platform/avro/codec';
 import type { WebhookEvent } from '../../platform/avro/records';
 import { BatchingProducer } from '../../platform/kafka/batching-producer';
-import { createKafka, createProducer } from '../../platform/kafka/client';
+import { createKafka, createProducer, ensureTopics } from '../../platform/kafka/client';
 import { runStage, type RunnerDeps, type RunningStage } from '../../pipeline/runner/run-stage';
 import type { RecordStage } from '../../pipeline/runner/stage';
 import { runWindowedStage } from '../../pipeline/runner/windowed-runner';
@@ -49,7 +49,8 @@ describe.each(runners)('%s', (_, run) => {
     const suffix = uniqueSuffix();
     const input = `runner-in-${suffix}`;
     const output = `runner-out-${suffix}`;
-    await admin.createTopics({ waitForLeaders: true, topics: [{ topic: input, numPartitions: partitions, replicationFactor: 1 }, { topic: output, numPartitions: 1, replicationFactor: 1 }] });
+    // the project's topic creation: retries while the broker settles, then waits for every leader
+    await ensureTopics(kafka, [{ topic: input, partitions }, { topic: output, partitions: 1 }]);
     await codec.register({ [input]: 'WebhookEvent', [output]: 'WebhookEvent' });
     return { input, output, group: `runner-${suffix}.` };
   }
@@ -123,7 +124,7 @@ describe('the windowed runner under back-pressure', () => {
     const output = `window-out-${suffix}`;
     let stage: RunningStage | undefined;
     try {
-      await admin.createTopics({ waitForLeaders: true, topics: [{ topic: input, numPartitions: 2, replicationFactor: 1 }, { topic: output, numPartitions: 1, replicationFactor: 1 }] });
+      await ensureTopics(kafka, [{ topic: input, partitions: 2 }, { topic: output, partitions: 1 }]);
       await codec.register({ [input]: 'WebhookEvent', [output]: 'WebhookEvent' });
       const n = 60;
       const values = await Promise.all(Array.from({ length: n }, (_, i) => codec.encode(input, 'WebhookEvent', { event_id: `evt_${i}`, tenant_id: 't', ingester_id: 'ing', correlation_id: 'c', received_at: 0, method: 'POST', query: '', headers: [], content_type: 'application/json', body: Buffer.from('{}'), source_ip: null, event_type: null, hops: 0 })));
