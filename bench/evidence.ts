@@ -29,8 +29,9 @@ import { openClickHouse } from '../platform/clickhouse/client';
 import { migrate } from '../platform/clickhouse/migrate';
 import { EvidenceStore } from '../platform/evidence/store';
 import { createKafka, ensureTopics } from '../platform/kafka/client';
+import { rawLoop } from './raw-kafkajs';
 import { runEvidenceSequencer } from '../pipeline/evidence/sequencer';
-import type { RunnerDeps } from '../pipeline/runner/run-stage';
+import type { RunnerDeps } from '../pipeline/runtime/run-stage';
 import { BatchingProducer } from '../platform/kafka/batching-producer';
 import { INSERT_COLUMNS, runSink } from '../pipeline/sink/stage';
 import { topology } from '../service/topology';
@@ -86,11 +87,13 @@ async function passThrough(kafka: Kafka, from: string, to: string, count: number
   let seen = 0;
   let started = 0;
   const done = new Promise<number>((resolve) => {
-    void consumer.run({
-      eachBatch: async ({ batch }) => {
+    void rawLoop(consumer, {
+      to: { producer, topic: to },
+      fetched: () => {
         started ||= performance.now();
-        await producer.send({ topic: to, acks: -1, messages: batch.messages.map((m) => ({ key: m.key, value: m.value })) });
-        seen += batch.messages.length;
+      },
+      done: (messages) => {
+        seen += messages.length;
         if (seen >= count) resolve(performance.now() - started);
       },
     });
@@ -127,7 +130,7 @@ async function main() {
     await produceAll(kafka, codec, topics.deliveryCompleted, outcomes);
     const producer = kafka.producer();
     await producer.connect();
-    const deps: RunnerDeps = { kafka, producer, outputs: new BatchingProducer(producer), codec, log, groupPrefix: 'bench.' };
+    const deps: RunnerDeps = { kafka, outputs: new BatchingProducer(producer), codec, log, groupPrefix: 'bench.' };
     const signer = parseSignerKey(generateSignerKey('bench.example/evidence'));
     const t0 = performance.now();
     const sequencer = await runEvidenceSequencer(topics, deps, { batchSize: 1_000, batchAgeMs: 200, origin: signer.name, signer });

@@ -20,6 +20,7 @@ import { inspect } from 'node:util';
 import { crc32 } from 'node:zlib';
 import type { Consumer, Producer } from 'kafkajs';
 import { createKafka, createProducer } from '../platform/kafka/client';
+import { rawLoop } from './raw-kafkajs';
 import { murmur2Partitioner } from '../platform/kafka/partitioner';
 
 const env = (name: string) => {
@@ -175,19 +176,14 @@ async function kafkajsConsume(passTo: string | undefined): Promise<void> {
   let done: () => void = () => undefined;
   const finished = new Promise<void>((resolve) => (done = resolve));
   const idle = idleWatch(tally, () => done());
-  await consumer.run({
-    autoCommit: false,
-    eachBatchAutoResolve: false,
-    partitionsConsumedConcurrently: 4,
-    eachBatch: async ({ batch, resolveOffset, heartbeat }) => {
-      if (batch.messages.length === 0) return;
+  await rawLoop(consumer, {
+    to: producer ? { producer, topic: passTo! } : undefined,
+    fetched: (messages) => {
       w.start();
-      for (const m of batch.messages) tally.add(m.key, m.value);
-      if (producer) await producer.sendBatch({ acks: -1, topicMessages: [{ topic: passTo!, messages: batch.messages.map((m) => ({ key: m.key, value: m.value })) }] });
-      await consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: (BigInt(batch.lastOffset()) + 1n).toString() }]);
+      for (const m of messages) tally.add(m.key, m.value);
+    },
+    done: () => {
       commits++;
-      resolveOffset(batch.lastOffset());
-      await heartbeat();
       if (tally.complete) done();
     },
   });

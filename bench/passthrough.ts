@@ -10,6 +10,7 @@
  */
 import type { Consumer, Producer } from 'kafkajs';
 import { createKafka } from '../platform/kafka/client';
+import { rawLoop } from './raw-kafkajs';
 
 const env = (name: string) => {
   const v = process.env[name];
@@ -37,21 +38,15 @@ async function main(): Promise<void> {
     process.exit(code);
   };
   consumer.on(consumer.events.GROUP_JOIN, () => process.stdout.write('passthrough joined\n'));
-  await consumer.run({
-    autoCommit: false,
-    eachBatchAutoResolve: false,
-    partitionsConsumedConcurrently: 4,
-    eachBatch: async ({ batch, resolveOffset, heartbeat }) => {
-      if (batch.messages.length === 0) return;
-      if (!started) {
-        started = performance.now();
-        cpuAtStart = process.cpuUsage();
-      }
-      await producer.sendBatch({ acks: -1, topicMessages: [{ topic: to, messages: batch.messages.map((m) => ({ key: m.key, value: m.value })) }] });
-      await consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: (BigInt(batch.lastOffset()) + 1n).toString() }]);
-      resolveOffset(batch.lastOffset());
-      await heartbeat();
-      seen += batch.messages.length;
+  await rawLoop(consumer, {
+    to: { producer, topic: to },
+    fetched: () => {
+      if (started) return;
+      started = performance.now();
+      cpuAtStart = process.cpuUsage();
+    },
+    done: (messages) => {
+      seen += messages.length;
       if (count > 0 && seen >= count && !finished) {
         finished = true;
         const ms = performance.now() - started;

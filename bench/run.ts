@@ -23,9 +23,10 @@ import { BatchingProducer } from '../platform/kafka/batching-producer';
 import { topology } from '../service/topology';
 import { createKafka, ensureTopics } from '../platform/kafka/client';
 import { closedLoop, epochMs, paced, pool, post, taggedBody } from './lib/load';
+import { rawLoop } from './raw-kafkajs';
 import { cpuBetween, cpuSnapshot, killAllChildren, REPO_ROOT, rssBytes, spawnScript, tail, type Child } from './lib/procs';
 import { chart, markdown, met, type Entry, type Results } from './lib/report';
-import { api, createFlows, ReceiverClient, RUN_KEK, startInstance, type Flow, type Infra, type ServiceInstance } from './lib/service';
+import { createFlows, ReceiverClient, RUN_KEK, startInstance, type Flow, type Infra, type ServiceInstance } from './lib/service';
 import { median, overReps, quantile, round, sleep, slope, summary } from './lib/stats';
 import { outcomeGenerator } from './lib/synthetic';
 
@@ -575,10 +576,11 @@ async function rawLatency(ctx: Ctx, from: string, to: string, rate: number, dura
     let measureFrom = Number.POSITIVE_INFINITY;
     const latencies: number[] = [];
     let seen = 0;
-    await consumer.run({
-      eachBatch: async ({ batch }) => {
+    await rawLoop(consumer, {
+      commit: false,
+      fetched: (messages) => {
         const at = epochMs();
-        for (const m of batch.messages) {
+        for (const m of messages) {
           seen++;
           const due = m.value!.readDoubleBE(0);
           if (due >= measureFrom) latencies.push(at - due);

@@ -1,7 +1,7 @@
 import type { KafkaMessage } from 'kafkajs';
 import { errorMessage, type Logger } from '../core/log';
 import type { RecordName } from '../platform/avro/records';
-import type { Output, StageContext } from './runner/stage';
+import type { Output, StageContext } from './runtime/stage';
 
 /**
  * The dead letter of the input record in hand: its exact bytes and place, the stage and the

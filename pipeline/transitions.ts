@@ -1,6 +1,6 @@
 import type { EventState, EventTransition, WebhookEvent } from '../platform/avro/records';
 import type { Topics } from '../core/topics';
-import type { Output } from './runner/stage';
+import type { Output } from './runtime/stage';
 
 /** The transition record of an event (or of one delivery of it) entering `state`. */
 export function transition(

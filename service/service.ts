@@ -31,13 +31,13 @@ import { refusalOfDestination } from '../platform/http/destination-check';
 import { discoverOwnListeners } from './own-listeners';
 import type { DestinationPort } from '../pipeline/deliver/stage';
 import { runDelayTiers } from '../pipeline/retry/delay-stage';
-import { runWindowedStage } from '../pipeline/runner/windowed-runner';
+import { runWindowedStage } from '../pipeline/runtime/windowed-runner';
 import { LogShipper } from '../platform/kafka/log-shipper';
 import type { DeliveryTask } from '../platform/avro/records';
 import { filterStage } from '../pipeline/filter/stage';
 import { hookFastPath, ingestRouter, type IngestDeps } from '../pipeline/ingest/router';
 import { routeStage } from '../pipeline/route/stage';
-import { runStage, type RunnerDeps, type RunningStage } from '../pipeline/runner/run-stage';
+import { runStage, type RunnerDeps, type RunningStage } from '../pipeline/runtime/run-stage';
 import { runEvidenceSequencer } from '../pipeline/evidence/sequencer';
 import { loadEvidenceSigner } from '../platform/evidence/signing-key';
 import { loadKeyring } from '../platform/secrets/keyring-source';
@@ -221,7 +221,7 @@ export async function startService(config: Config, log = new Logger(config.logLe
     });
     cleanups.push(async () => breakers.shutdown());
     const outputs = new BatchingProducer(producer, { maxBatch: 1_000, maxInFlight: 3 });
-    const runnerDeps: RunnerDeps = { kafka, producer, outputs, codec, log, groupPrefix: groupPrefixOf(config.topicPrefix), deadLetterTopic: topics.eventsDlq };
+    const runnerDeps: RunnerDeps = { kafka, outputs, codec, log, groupPrefix: groupPrefixOf(config.topicPrefix), deadLetterTopic: topics.eventsDlq };
     const running: RunningStage[] = [];
     // stages stop before the producer and the store they write through
     cleanups.push(() => Promise.all(running.map((s) => s.stop())));

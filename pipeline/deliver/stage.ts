@@ -5,7 +5,7 @@ import { stageIo, type Topics } from '../../core/topics';
 import { signStandardWebhook } from '../../core/signing/standard-webhooks';
 import { errorMessage, type Logger } from '../../core/log';
 import type { DeliveryOutcome, DeliveryTask } from '../../platform/avro/records';
-import type { AnyOutput, RecordStage } from '../runner/stage';
+import type { AnyOutput, RecordStage } from '../runtime/stage';
 import { transition } from '../transitions';
 import { DestinationUnhealthy, isOpenBreaker, type Breakers } from './breakers';
 import { decide, parseRetryAfter, type AttemptResult, type Decision } from './decide';

@@ -1,15 +1,12 @@
-import type { Consumer, EachBatchPayload } from 'kafkajs';
-import { UndecodableRecordError } from '../../platform/avro/codec';
 import { leafBytes, leafTime } from '../../core/evidence-leaf';
 import { errorMessage } from '../../core/log';
 import { CompactRange, leafHash } from '../../core/merkle';
 import { formatCheckpoint, type NoteSigner } from '../../core/signed-note';
-import { groupIdOf, stageIo, type Topics } from '../../core/topics';
+import { stageIo, type Topics } from '../../core/topics';
 import type { DeliveryOutcome, EvidenceBatch, SealedLeaf } from '../../platform/avro/records';
-import { undecodableLetter } from '../dead-letter';
-import { readLastRecord } from '../../platform/kafka/last-record';
-import { produceOutputs, type RunnerDeps, type RunningStage } from '../runner/run-stage';
-import { stageConsumer } from '../runner/stage-consumer';
+import { readLastRecord } from '../../platform/kafka/topic-table';
+import { consume, type ConsumedBatch, type Consuming, type RunnerDeps, type RunningStage } from '../runtime/consume';
+import type { Output } from '../runtime/stage';
 import { oneOwnerAssigner } from './one-owner';
 
 export interface SequencerOptions {
@@ -83,10 +80,8 @@ function stateOf(batch: EvidenceBatch): SequencerState {
  * that never decode are set aside on `events.dlq` and passed over.
  */
 export async function runEvidenceSequencer(topics: Topics, deps: RunnerDeps, options: SequencerOptions): Promise<RunningSequencer> {
-  const log = deps.log.child({ stage: 'evidence' });
   const io = stageIo(topics, 'evidence-sequencer', 'DeliveryOutcome');
   const topic = io.input.topic;
-  let stopped = false;
   let state = emptyState();
   let needsRecovery = true;
   let assigned: number[] = [];
@@ -102,15 +97,8 @@ export async function runEvidenceSequencer(topics: Topics, deps: RunnerDeps, opt
     return run;
   };
 
-  const consumer: Consumer = await stageConsumer(deps.kafka, groupIdOf(deps.groupPrefix, io.name), [topic], () => stopped, {
-    maxBytes: 8 * 1024 * 1024,
-    partitionAssigners: [oneOwnerAssigner],
-  });
-  // a new assignment may follow another process's appends: start again from the log's tail
-  consumer.on(consumer.events.GROUP_JOIN, (e) => {
-    assigned = (e.payload.memberAssignment[topic] ?? []).slice().sort((a, b) => a - b);
-    needsRecovery = true;
-  });
+  /** Set by the first batch; seals run from timers too. */
+  let consuming: Consuming;
 
   const recover = async () => {
     buffer = [];
@@ -128,10 +116,10 @@ export async function runEvidenceSequencer(topics: Topics, deps: RunnerDeps, opt
     for (const partition of assigned) {
       const from = state.marks.get(partition) ?? low.get(partition) ?? 0n;
       next.set(partition, from);
-      consumer.seek({ topic, partition, offset: from.toString() });
+      consuming.seek(topic, partition, from);
     }
     needsRecovery = false;
-    log.info('evidence log resumed', { tree_size: state.range.size, partitions: assigned.length });
+    consuming.log.info('evidence log resumed', { tree_size: state.range.size, partitions: assigned.length });
   };
 
   const seal = async (): Promise<void> => {
@@ -171,20 +159,20 @@ export async function runEvidenceSequencer(topics: Topics, deps: RunnerDeps, opt
         source_marks: [...marks].map(([partition, offset]) => ({ partition, next_offset: Number(offset) })),
       };
       try {
-        await produceOutputs(deps.producer, deps.codec, [{ topic: topics.evidenceLeaves, key: 'log', record: 'EvidenceBatch', value: batch }]);
+        await consuming.send(await consuming.encode([{ topic: topics.evidenceLeaves, key: 'log', record: 'EvidenceBatch', value: batch }]));
       } catch (err) {
         // the append may or may not have happened: only the log's tail can say
         needsRecovery = true;
         throw err;
       }
-      log.debug('evidence batch sealed', { first_index: batch.first_index, tree_size: batch.tree_size });
+      consuming.log.debug('evidence batch sealed', { first_index: batch.first_index, tree_size: batch.tree_size });
     }
     // without a leaf nothing is appended: the marks of outcomes set aside move on in memory, and
     // the next sealed batch carries them (until then a restart reads those outcomes again)
     state = { range, marks };
-    await consumer.commitOffsets([...marks].filter(([p]) => assigned.includes(p)).map(([partition, offset]) => ({ topic, partition, offset: offset.toString() }))).catch((err: unknown) => {
+    await consuming.commitNow([...marks].filter(([p]) => assigned.includes(p)).map(([partition, offset]) => ({ topic, partition, offset: offset.toString() }))).catch((err: unknown) => {
       // harmless: a restart resumes from the log's own marks
-      log.warn('evidence offset commit failed', { error: errorMessage(err) });
+      consuming.log.warn('evidence offset commit failed', { error: errorMessage(err) });
     });
   };
 
@@ -192,12 +180,13 @@ export async function runEvidenceSequencer(topics: Topics, deps: RunnerDeps, opt
     if (timer || buffer.length === 0) return;
     timer = setTimeout(() => {
       timer = undefined;
-      exclusive(seal).catch((err: unknown) => log.error('evidence seal failed; resuming from the log', { error: errorMessage(err) }));
+      exclusive(seal).catch((err: unknown) => consuming.log.error('evidence seal failed; resuming from the log', { error: errorMessage(err) }));
     }, options.batchAgeMs);
   };
 
-  const onBatch = ({ batch, resolveOffset, heartbeat }: EachBatchPayload) =>
+  const onBatch = (batch: ConsumedBatch, running: Consuming) =>
     exclusive(async () => {
+      consuming = running;
       if (needsRecovery) {
         // the seeks drop this batch; fetching starts again where the log ends
         await recover();
@@ -206,38 +195,41 @@ export async function runEvidenceSequencer(topics: Topics, deps: RunnerDeps, opt
       const partition = batch.partition;
       const from = next.get(partition);
       if (from === undefined) return; // not ours since the last assignment
-      const letters = [];
+      const letters: Output<'DeadLetter'>[] = [];
       for (const message of batch.messages) {
         const offset = BigInt(message.offset);
         if (offset < from) continue;
         next.set(partition, offset + 1n);
         if (message.value === null) continue;
-        let leaf: PendingLeaf | null = null;
-        try {
-          leaf = pendingLeaf(await deps.codec.decode('DeliveryOutcome', message.value), partition, Number(offset));
-        } catch (err) {
-          if (!(err instanceof UndecodableRecordError) || !deps.deadLetterTopic) throw err;
-          letters.push(undecodableLetter(deps.deadLetterTopic, io.name, log, topic, partition, message, 'DeliveryOutcome', err));
-        }
-        buffer.push({ leaf, partition, offset });
+        const decoded = await batch.decode<'DeliveryOutcome'>(message as typeof message & { value: Buffer });
+        if (decoded.undecodable !== undefined) letters.push(decoded.letter());
+        buffer.push({ leaf: decoded.undecodable !== undefined ? null : pendingLeaf(decoded.value, partition, Number(offset)), partition, offset });
         if (buffer.length >= options.batchSize) await seal();
       }
-      if (letters.length > 0) await produceOutputs(deps.producer, deps.codec, letters);
-      resolveOffset(batch.lastOffset());
+      await running.send(await running.encode(letters));
+      batch.resolve(batch.lastOffset());
       scheduleSeal();
-      await heartbeat();
+      await batch.heartbeat();
     });
 
-  await consumer.run({ autoCommit: false, eachBatchAutoResolve: false, partitionsConsumedConcurrently: 1, eachBatch: onBatch });
-  return {
-    name: 'evidence',
-    treeSize: () => state.range.size,
-    async stop() {
-      stopped = true;
-      consumer.pause([{ topic }]);
-      await exclusive(seal).catch((err: unknown) => log.error('final evidence seal failed; the outcomes will be read again', { error: errorMessage(err) }));
-      if (timer) clearTimeout(timer);
-      await consumer.disconnect();
+  const stage = await consume(
+    deps,
+    {
+      name: io.name,
+      inputs: [{ topic, record: 'DeliveryOutcome' }],
+      partitionsConsumedConcurrently: 1,
+      consumer: { maxBytes: 8 * 1024 * 1024, partitionAssigners: [oneOwnerAssigner] },
+      // a new assignment may follow another process's appends: start again from the log's tail
+      onAssign: (assignment) => {
+        assigned = (assignment[topic] ?? []).slice().sort((a, b) => a - b);
+        needsRecovery = true;
+      },
+      beforeLeave: async () => {
+        await exclusive(seal);
+        if (timer) clearTimeout(timer);
+      },
     },
-  };
+    onBatch,
+  );
+  return { name: 'evidence', treeSize: () => state.range.size, stop: () => stage.stop() };
 }

@@ -3,7 +3,7 @@ import { DEFAULT_FILTER_LIMITS, parseFilters, type FilterLimits } from '../../co
 import { stageIo, type Topics } from '../../core/topics';
 import type { WebhookEvent } from '../../platform/avro/records';
 import { deadLetter } from '../dead-letter';
-import type { AnyOutput, RecordStage, StageContext } from '../runner/stage';
+import type { AnyOutput, RecordStage, StageContext } from '../runtime/stage';
 import { transition } from '../transitions';
 import { evaluateFilters } from './evaluate';
 

@@ -1,13 +1,8 @@
-import type { Consumer, EachBatchPayload } from 'kafkajs';
-import { errorMessage } from '../../core/log';
-import { UndecodableRecordError } from '../../platform/avro/codec';
-import { undecodableLetter } from '../dead-letter';
-import { consumerSpec, groupIdOf, type Topics } from '../../core/topics';
+import { consumerSpec, type Topics } from '../../core/topics';
 import type { DeliveryTask } from '../../platform/avro/records';
 import { delayTopicFor } from '../deliver/delay';
-import { produceOutputs, type RunnerDeps, type RunningStage } from '../runner/run-stage';
-import type { AnyOutput } from '../runner/stage';
-import { stageConsumer } from '../runner/stage-consumer';
+import { consume, type ConsumedBatch, type Consuming, type RunnerDeps, type RunningStage } from '../runtime/consume';
+import type { AnyOutput } from '../runtime/stage';
 
 /** Where a task goes once it has waited out one tier: on to delivery, or into the next wait. */
 export function forward(topics: Topics, task: DeliveryTask, now: number): AnyOutput {
@@ -19,73 +14,54 @@ export function forward(topics: Topics, task: DeliveryTask, now: number): AnyOut
 /**
  * The delay tiers. Every record of tier T waits until T after it was appended; since all
  * records of a tier wait equally long, the head of a partition is always due first, so the
- * consumer pauses the partition until the head is due and resumes then. The wait is carried by
- * Kafka: a crash loses nothing, the records are read again and wait out what is left. Bytes
- * that do not decode go to the dead-letter topic with the reason and the partition goes on.
+ * partition is paused until the head is due and resumed then. The wait is carried by Kafka: a
+ * crash loses nothing, the records are read again and wait out what is left. Bytes that do not
+ * decode go to the dead-letter topic with the reason and the partition goes on.
  */
 export async function runDelayTiers(topics: Topics, deps: RunnerDeps, now: () => number = Date.now): Promise<RunningStage> {
-  const log = deps.log.child({ stage: 'retry' });
-  let stopped = false;
   const delayOf = new Map(topics.retryTiers.map((t) => [t.topic, t.delayMs]));
   const timers = new Set<NodeJS.Timeout>();
-  const consumer: Consumer = await stageConsumer(deps.kafka, groupIdOf(deps.groupPrefix, 'retry'), consumerSpec(topics, 'retry').reads, () => stopped, { maxWaitTimeInMs: 100 });
 
-  const onBatch = async ({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload) => {
+  const onBatch = async (batch: ConsumedBatch, consuming: Consuming) => {
     const delay = delayOf.get(batch.topic) ?? 0;
     const due: AnyOutput[] = [];
     let lastDue: string | undefined;
     for (const message of batch.messages) {
-      if (!isRunning() || isStale()) break;
-      const dueAt = Number(message.timestamp) + delay;
-      const wait = dueAt - now();
+      if (!batch.active()) break;
+      const wait = Number(message.timestamp) + delay - now();
       if (wait > 0) {
-        const tp = [{ topic: batch.topic, partitions: [batch.partition] }];
-        consumer.pause(tp);
-        consumer.seek({ topic: batch.topic, partition: batch.partition, offset: message.offset });
+        consuming.pause(batch.topic, batch.partition);
+        consuming.seek(batch.topic, batch.partition, message.offset);
         const timer = setTimeout(() => {
           timers.delete(timer);
-          if (!stopped) consumer.resume(tp);
+          if (!consuming.stopped()) consuming.resume(batch.topic, batch.partition);
         }, wait);
         timers.add(timer);
         break;
       }
       if (message.value !== null) {
-        try {
-          due.push(forward(topics, await deps.codec.decode('DeliveryTask', message.value), now()));
-        } catch (err) {
-          // bytes that never decode are set aside, so the tier's partition goes on
-          if (!(err instanceof UndecodableRecordError) || !deps.deadLetterTopic) throw err;
-          due.push(undecodableLetter(deps.deadLetterTopic, 'retry', log, batch.topic, batch.partition, message, 'DeliveryTask', err));
-        }
+        const decoded = await batch.decode<'DeliveryTask'>(message as typeof message & { value: Buffer });
+        due.push(decoded.undecodable !== undefined ? decoded.letter() : forward(topics, decoded.value, now()));
       }
       lastDue = message.offset;
     }
     if (lastDue === undefined) return;
-    await produceOutputs(deps.producer, deps.codec, due);
-    resolveOffset(lastDue);
-    await consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: (BigInt(lastDue) + 1n).toString() }]);
-    await heartbeat();
+    await consuming.send(await consuming.encode(due));
+    batch.resolve(lastDue);
+    await consuming.commitNow([{ topic: batch.topic, partition: batch.partition, offset: (BigInt(lastDue) + 1n).toString() }]);
+    await batch.heartbeat();
   };
 
-  await consumer.run({
-    autoCommit: false,
-    eachBatchAutoResolve: false,
-    partitionsConsumedConcurrently: 8,
-    eachBatch: async (payload) => {
-      try {
-        await onBatch(payload);
-      } catch (err) {
-        log.error('delay tier batch failed; it will be read again', { topic: payload.batch.topic, error: errorMessage(err) });
-        throw err;
-      }
+  const tiers = consumerSpec(topics, 'retry').reads.map((topic) => ({ topic, record: 'DeliveryTask' as const }));
+  return consume(
+    deps,
+    {
+      name: 'retry',
+      inputs: tiers,
+      partitionsConsumedConcurrently: 8,
+      consumer: { maxWaitTimeInMs: 100 },
+      beforeLeave: async () => timers.forEach((t) => clearTimeout(t)),
     },
-  });
-  return {
-    name: 'retry',
-    async stop() {
-      stopped = true;
-      for (const t of timers) clearTimeout(t);
-      await consumer.disconnect();
-    },
-  };
+    onBatch,
+  );
 }

@@ -2,7 +2,7 @@ import { derivedId } from '../../core/ids';
 import type { DeliveryFlow, Destination } from '../../core/model';
 import { stageIo, type Topics } from '../../core/topics';
 import type { DeliveryTask, WebhookEvent } from '../../platform/avro/records';
-import type { AnyOutput, RecordStage } from '../runner/stage';
+import type { AnyOutput, RecordStage } from '../runtime/stage';
 
 /** What routing needs to know of the configuration. */
 export interface FlowLookup {

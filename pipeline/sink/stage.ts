@@ -1,10 +1,7 @@
-import type { Consumer, EachBatchPayload } from 'kafkajs';
-import { UndecodableRecordError } from '../../platform/avro/codec';
 import { errorMessage } from '../../core/log';
-import { consumerSpec, groupIdOf, type Topics } from '../../core/topics';
+import { consumerSpec, type Topics } from '../../core/topics';
 import type { DeliveryOutcome, EventTransition, EvidenceBatch, LogEntry, RecordName, WebhookEvent } from '../../platform/avro/records';
-import type { RunnerDeps, RunningStage } from '../runner/run-stage';
-import { stageConsumer } from '../runner/stage-consumer';
+import { consume, type ConsumedBatch, type Consuming, type RunnerDeps, type RunningStage } from '../runtime/consume';
 import { ackedRow, deliveredRow, deliveryRow, eventRow, evidenceRows, logRow, outcomeLogRow, receivedRow, stateRow, transitionRow } from './rows';
 
 /**
@@ -59,7 +56,6 @@ interface SinkInput {
  * and the signed checkpoint: evidence `confirmed`) the delivery moves to `acked`.
  */
 export async function runSink(topics: Topics, writer: RowWriter, deps: RunnerDeps, options: SinkOptions): Promise<RunningStage> {
-  const log = deps.log.child({ stage: 'sink' });
   const tableOf = new Map<string, SinkInput>([
     [topics.received, { record: 'WebhookEvent', table: 'events' }],
     [topics.validated, { record: 'WebhookEvent', table: 'event_transitions', state: 'validated' }],
@@ -77,10 +73,9 @@ export async function runSink(topics: Topics, writer: RowWriter, deps: RunnerDep
   const byTopic = new Map(inputs.map((i) => [i.topic, i]));
   let buffer = emptyBuffer();
   let flushing: Promise<void> | undefined;
-  let stopped = false;
   let timer: NodeJS.Timeout | undefined;
-
-  const consumer: Consumer = await stageConsumer(deps.kafka, groupIdOf(deps.groupPrefix, 'sink'), inputs.map((i) => i.topic), () => stopped, { maxBytes: 16 * 1024 * 1024 });
+  /** Set by the first batch; flushes run from timers too. */
+  let consuming: Consuming;
 
   const insertAll = async (b: Buffer) => {
     for (let attempt = 1; ; attempt++) {
@@ -90,11 +85,11 @@ export async function runSink(topics: Topics, writer: RowWriter, deps: RunnerDep
           if (rows && rows.length > 0) await writer.insert(table, rows);
         }
         if (b.acked.length > 0) await writer.insert('event_transitions', b.acked);
-        await consumer.commitOffsets([...b.offsets.values()]);
+        await consuming.commitNow([...b.offsets.values()]);
         return;
       } catch (err) {
-        if (stopped && attempt >= 3) throw err;
-        log.error('sink insert failed; trying again', { attempt, rows: b.count, error: errorMessage(err) });
+        if (consuming.stopped() && attempt >= 3) throw err;
+        consuming.log.error('sink insert failed; trying again', { attempt, rows: b.count, error: errorMessage(err) });
         await new Promise((r) => setTimeout(r, Math.min(10_000, 100 * 2 ** attempt)));
       }
     }
@@ -165,44 +160,46 @@ export async function runSink(topics: Topics, writer: RowWriter, deps: RunnerDep
     }
   };
 
-  const onBatch = async ({ batch, resolveOffset, heartbeat }: EachBatchPayload) => {
-    const input = byTopic.get(batch.topic);
-    if (!input || batch.messages.length === 0) return;
+  const onBatch = async (batch: ConsumedBatch, running: Consuming) => {
+    consuming = running;
+    const input = byTopic.get(batch.topic)!;
     // Decode the whole batch before touching the buffer: a timer flush may swap the buffer
     // during any await, and rows, counts and offsets must all land in the same buffer.
     const values: unknown[] = [];
     const times: number[] = [];
     for (const message of batch.messages) {
       if (message.value === null) continue;
-      try {
-        values.push(await deps.codec.decode(input.record, message.value));
-        times.push(Number(message.timestamp));
-      } catch (err) {
-        // bytes that never decode have no row; the stage reading the topic sets them aside
-        if (!(err instanceof UndecodableRecordError)) throw err;
-        log.error('record skipped: it cannot be decoded', { topic: batch.topic, partition: batch.partition, offset: message.offset, reason: err.message });
+      const decoded = await batch.decode(message as typeof message & { value: Buffer });
+      if (decoded.undecodable !== undefined) {
+        // no row; the stage reading the topic sets the bytes aside
+        running.log.error('record skipped: it cannot be decoded', { topic: batch.topic, partition: batch.partition, offset: message.offset, reason: decoded.undecodable });
+        continue;
       }
+      values.push(decoded.value);
+      times.push(Number(message.timestamp));
     }
     appendRows(input, values, times);
     const last = batch.lastOffset();
-    resolveOffset(last);
+    batch.resolve(last);
     buffer.offsets.set(`${batch.topic}:${batch.partition}`, { topic: batch.topic, partition: batch.partition, offset: (BigInt(last) + 1n).toString() });
+    const flushLogged = () => flush().catch((err: unknown) => running.log.error('sink flush failed', { error: errorMessage(err) }));
     if (buffer.count >= options.batchRows) {
       // one insert at a time, while the next rows gather: reading and decoding go on during it
       if (flushing) await flushing.catch(() => undefined);
-      flush().catch((err: unknown) => log.error('sink flush failed', { error: errorMessage(err) }));
-    } else timer ??= setTimeout(() => void flush().catch((err: unknown) => log.error('sink flush failed', { error: errorMessage(err) })), options.flushMs);
-    await heartbeat();
+      void flushLogged();
+    } else timer ??= setTimeout(() => void flushLogged(), options.flushMs);
+    await batch.heartbeat();
   };
 
-  await consumer.run({ autoCommit: false, eachBatchAutoResolve: false, partitionsConsumedConcurrently: 1, eachBatch: onBatch });
-  return {
-    name: 'sink',
-    async stop() {
-      stopped = true;
-      consumer.pause(inputs.map((i) => ({ topic: i.topic })));
-      await flush().catch((err: unknown) => log.error('final sink flush failed; the rows will be read again', { error: errorMessage(err) }));
-      await consumer.disconnect();
+  return consume(
+    deps,
+    {
+      name: 'sink',
+      inputs,
+      partitionsConsumedConcurrently: 1,
+      consumer: { maxBytes: 16 * 1024 * 1024 },
+      beforeLeave: flush,
     },
-  };
+    onBatch,
+  );
 }

@@ -1,7 +1,7 @@
 import type { Ingester } from '../../core/model';
 import { stageIo, type Topics } from '../../core/topics';
 import type { WebhookEvent } from '../../platform/avro/records';
-import type { AnyOutput, RecordStage } from '../runner/stage';
+import type { AnyOutput, RecordStage } from '../runtime/stage';
 import { transition } from '../transitions';
 import { verifyRequest } from './verify';
 

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import type { Admin, Consumer, Kafka } from 'kafkajs';
+import type { Admin, Consumer, EachBatchPayload, Kafka } from 'kafkajs';
 import { fetchTopicOffsets } from './client';
 
 /** Where a record sits in its topic. */
@@ -49,23 +49,13 @@ export class TopicTable<V> {
     this.admin = kafka.admin();
     await this.admin.connect();
     const groupId = `${this.options.groupIdPrefix}-${hostname()}-${process.pid}-${randomBytes(4).toString('hex')}`;
-    this.consumer = kafka.consumer({
-      groupId,
+    this.consumer = await reader(kafka, topic, groupId, {
       maxWaitTimeInMs: this.options.maxWaitTimeInMs ?? 100,
-      sessionTimeout: 30_000,
-      rebalanceTimeout: 10_000,
-      allowAutoTopicCreation: false,
       // a crash after stop() must not bring the consumer back
-      retry: { retries: 8, restartOnFailure: async () => !this.stopped },
-    });
-    await this.consumer.connect();
-    await this.consumer.subscribe({ topic, fromBeginning: true });
-    this.consumer.on(this.consumer.events.CRASH, (event) => {
-      const error = event.payload.error;
-      if (!event.payload.restart) this.failure = error;
-    });
-    await this.consumer.run({
-      autoCommit: false,
+      restart: () => !this.stopped,
+      onFailure: (error) => {
+        this.failure = error;
+      },
       eachBatch: async ({ batch, heartbeat }) => {
         for (const message of batch.messages) {
           const key = message.key?.toString('utf8') ?? '';
@@ -139,4 +129,131 @@ export class TopicTable<V> {
     }
     this.waiters = still;
   }
+}
+
+interface ReaderOptions {
+  maxWaitTimeInMs: number;
+  restart(): boolean;
+  onFailure?(error: Error): void;
+  eachBatch(payload: EachBatchPayload): Promise<void>;
+  /** Runs between subscribing and the first fetch (a seek). */
+  beforeFirstFetch?(consumer: Consumer): void;
+}
+
+/**
+ * A reader of a whole topic outside the pipeline's groups: a throw-away group that never
+ * commits, reading from the beginning unless told where. The stages' consumers are
+ * pipeline/runtime/consume.ts; this is the other consumer loop of the project.
+ */
+async function reader(kafka: Kafka, topic: string, groupId: string, options: ReaderOptions): Promise<Consumer> {
+  const consumer = kafka.consumer({
+    groupId,
+    maxWaitTimeInMs: options.maxWaitTimeInMs,
+    sessionTimeout: 30_000,
+    rebalanceTimeout: 10_000,
+    allowAutoTopicCreation: false,
+    retry: { retries: 8, restartOnFailure: async () => options.restart() },
+  });
+  await consumer.connect();
+  await consumer.subscribe({ topic, fromBeginning: true });
+  consumer.on(consumer.events.CRASH, (event) => {
+    if (!event.payload.restart) options.onFailure?.(event.payload.error);
+  });
+  await consumer.run({ autoCommit: false, eachBatch: options.eachBatch });
+  options.beforeFirstFetch?.(consumer);
+  return consumer;
+}
+
+/**
+ * The newest record of one partition, or null when the partition is empty. It reads with a
+ * throw-away group seeked to the high watermark minus one, so the cost does not grow with the
+ * topic.
+ */
+export async function readLastRecord(kafka: Kafka, topic: string, partition = 0, timeoutMs = 30_000): Promise<{ offset: string; value: Buffer } | null> {
+  const admin = kafka.admin();
+  await admin.connect();
+  const groupId = `${topic}.tail-reader-${process.pid}-${randomBytes(4).toString('hex')}`;
+  let started: Promise<Consumer> | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    const p = (await fetchTopicOffsets(admin, topic)).find((o) => o.partition === partition);
+    if (!p || BigInt(p.high) <= BigInt(p.low)) return null;
+    const target = (BigInt(p.high) - 1n).toString();
+    let done = false;
+    return await new Promise<{ offset: string; value: Buffer }>((resolve, reject) => {
+      timer = setTimeout(() => reject(new Error(`timed out reading the last record of ${topic}[${partition}]`)), timeoutMs);
+      started = reader(kafka, topic, groupId, {
+        maxWaitTimeInMs: 100,
+        restart: () => !done,
+        onFailure: reject,
+        eachBatch: async ({ batch }) => {
+          if (batch.partition !== partition) return;
+          const m = batch.messages.find((x) => x.offset === target && x.value);
+          if (m) {
+            done = true;
+            resolve({ offset: m.offset, value: m.value! });
+          }
+        },
+        beforeFirstFetch: (c) => c.seek({ topic, partition, offset: target }),
+      });
+      started.catch(reject);
+    });
+  } finally {
+    clearTimeout(timer);
+    await started?.then((c) => c.disconnect()).catch(() => undefined);
+    await admin.deleteGroups([groupId]).catch(() => undefined);
+    await admin.disconnect();
+  }
+}
+
+/** A record as read back, with its place. */
+export interface StoredRecord {
+  partition: number;
+  offset: string;
+  key: Buffer | null;
+  value: Buffer | null;
+  headers: Record<string, unknown>;
+  timestamp: string;
+}
+
+/**
+ * Every record a topic holds now (up to each partition's end when called), as its bytes, read
+ * from the beginning by a throw-away group: for tools and checks that look at a topic whole.
+ */
+export async function readTopic(kafka: Kafka, topic: string, timeoutMs = 30_000): Promise<StoredRecord[]> {
+  const admin = kafka.admin();
+  await admin.connect();
+  let ends: Map<number, bigint>;
+  try {
+    ends = new Map((await fetchTopicOffsets(admin, topic)).map((o) => [o.partition, BigInt(o.high)]));
+  } finally {
+    await admin.disconnect();
+  }
+  const left = new Set([...ends].filter(([, high]) => high > 0n).map(([p]) => p));
+  const records: StoredRecord[] = [];
+  if (left.size === 0) return records;
+  let started: Promise<Consumer> | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await new Promise<void>((resolve, reject) => {
+      timer = setTimeout(() => reject(new Error(`reading ${topic} timed out with ${records.length} records read`)), timeoutMs);
+      started = reader(kafka, topic, `${topic}.reader-${process.pid}-${randomBytes(4).toString('hex')}`, {
+        maxWaitTimeInMs: 100,
+        restart: () => left.size > 0,
+        onFailure: reject,
+        eachBatch: async ({ batch }) => {
+          for (const m of batch.messages) {
+            records.push({ partition: batch.partition, offset: m.offset, key: m.key, value: m.value, headers: m.headers ?? {}, timestamp: m.timestamp });
+            if (BigInt(m.offset) + 1n >= ends.get(batch.partition)!) left.delete(batch.partition);
+          }
+          if (left.size === 0) resolve();
+        },
+      });
+      started.catch(reject);
+    });
+  } finally {
+    clearTimeout(timer);
+    await started?.then((c) => c.disconnect()).catch(() => undefined);
+  }
+  return records;
 }

@@ -10,8 +10,8 @@ import { generateSignerKey, openNote, parseCheckpoint, parseSignerKey } from '..
 import { topicNames } from '../../core/topics';
 import { AvroCodec } from '../../platform/avro/codec';
 import type { DeliveryOutcome, EvidenceBatch } from '../../platform/avro/records';
-import { createKafka, fetchTopicOffsets } from '../../platform/kafka/client';
-import { readLastRecord } from '../../platform/kafka/last-record';
+import { createKafka } from '../../platform/kafka/client';
+import { readLastRecord, readTopic } from '../../platform/kafka/topic-table';
 import { uniqueSuffix } from '../support/ids';
 import { signalGroup, spawnService, stopService, waitForGroupGone, type ServiceProcess } from '../support/service-process';
 import { randomKek } from '../support/keyring';
@@ -22,32 +22,8 @@ const READY = /^\{[^\n]*"msg":"service ready"[^\n]*\}$/m;
 
 /** Every sealed batch of the log, in order. */
 async function readLog(kafka: Kafka, codec: AvroCodec, topic: string): Promise<EvidenceBatch[]> {
-  const admin = kafka.admin();
-  await admin.connect();
-  const [p] = await fetchTopicOffsets(admin, topic);
-  await admin.disconnect();
-  const high = BigInt(p!.high);
-  const batches: EvidenceBatch[] = [];
-  if (high === 0n) return batches;
-  const consumer = kafka.consumer({ groupId: `${topic}.reader-${uniqueSuffix()}`, maxWaitTimeInMs: 100 });
-  await consumer.connect();
-  await consumer.subscribe({ topic, fromBeginning: true });
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('reading the evidence log timed out')), 60_000);
-    void consumer.run({
-      eachBatch: async ({ batch }) => {
-        for (const m of batch.messages) {
-          batches.push(await codec.decode('EvidenceBatch', m.value!));
-          if (BigInt(m.offset) + 1n >= high) {
-            clearTimeout(timer);
-            resolve();
-          }
-        }
-      },
-    });
-  });
-  await consumer.disconnect();
-  return batches;
+  const records = await readTopic(kafka, topic, 60_000);
+  return Promise.all(records.map((r) => codec.decode('EvidenceBatch', r.value!)));
 }
 
 const isPowerOfTwo = (n: number) => (n & (n - 1)) === 0;

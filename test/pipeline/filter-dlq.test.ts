@@ -2,7 +2,7 @@ import { AvroCodec } from '../../platform/avro/codec';
 import type { DeadLetter, WebhookEvent } from '../../platform/avro/records';
 import { waitForStates } from '../support/flow';
 import { eventually, startTestService, type TestService } from '../support/service';
-import { readTopic, type RawRecord } from '../support/topic';
+import { readTopic, type StoredRecord as RawRecord } from '../../platform/kafka/topic-table';
 
 /**
  * Events the filters cannot judge within their bounds (a body larger than FILTER_MAX_BODY_BYTES,

@@ -3,15 +3,15 @@ import { AvroCodec } from '../../platform/avro/codec';
 import type { DeadLetter, WebhookEvent } from '../../platform/avro/records';
 import { createProducer, ensureTopics } from '../../platform/kafka/client';
 import { BatchingProducer } from '../../platform/kafka/batching-producer';
-import { HANDLER_ATTEMPTS, runStage, type RunnerDeps, type RunningStage } from '../../pipeline/runner/run-stage';
-import { runWindowedStage } from '../../pipeline/runner/windowed-runner';
-import type { RecordStage } from '../../pipeline/runner/stage';
+import { HANDLER_ATTEMPTS, runStage, type RunnerDeps, type RunningStage } from '../../pipeline/runtime/run-stage';
+import { runWindowedStage } from '../../pipeline/runtime/windowed-runner';
+import type { RecordStage } from '../../pipeline/runtime/stage';
 import { Logger } from '../../core/log';
 import { uniqueSuffix } from '../support/ids';
 import { destinationWithIngester, sendEvent, waitForStates } from '../support/flow';
 import { startReceiver } from '../support/receiver';
 import { eventually, startTestService, type TestService } from '../support/service';
-import { readTopic } from '../support/topic';
+import { readTopic } from '../../platform/kafka/topic-table';
 
 /**
  * A record a stage cannot handle does not hold its partition: bytes that do not decode, and a
@@ -132,11 +132,13 @@ describe('poison records', () => {
     expect(offsets.partitions).toHaveLength(partitions.length);
   });
 
-  const runners: [string, (stage: RecordStage<'WebhookEvent'>, deps: RunnerDeps) => Promise<RunningStage>][] = [
-    ['the record runner', runStage],
-    ['the windowed runner', (stage, deps) => runWindowedStage(stage, deps, { maxInFlight: 8 })],
+  // the record runner keeps the default failure policy; the windowed runner's stage declares its own
+  const runners: [string, (stage: RecordStage<'WebhookEvent'>, deps: RunnerDeps) => Promise<RunningStage>, number | undefined][] = [
+    ['the record runner', runStage, undefined],
+    ['the windowed runner', (stage, deps) => runWindowedStage(stage, deps, { maxInFlight: 8 }), 4],
   ];
-  describe.each(runners)('%s: a record whose handler throws, writes where it must not, or does not decode', (_, run) => {
+  describe.each(runners)('%s: a record whose handler throws, writes where it must not, or does not decode', (_, run, declared) => {
+    const attempts = declared ?? HANDLER_ATTEMPTS;
     const suffix = uniqueSuffix();
     const input = `poison-in-${suffix}`;
     const output = `poison-out-${suffix}`;
@@ -156,7 +158,7 @@ describe('poison records', () => {
       await producer?.disconnect();
     });
 
-    it(`is tried ${HANDLER_ATTEMPTS} times, then set aside with the reason; the records behind it pass and the offsets move past it`, async () => {
+    it(`is tried as often as its stage's policy says (${attempts}), then set aside with the reason; the records behind it pass and the offsets move past it`, async () => {
       const event = (i: number): WebhookEvent => ({
         event_id: `evt_${suffix}_${i}`, tenant_id: svc.tenantId, ingester_id: 'ing_poison', correlation_id: `cor_${i}`, received_at: Date.now(),
         method: 'POST', query: '', headers: [], content_type: 'application/json', body: Buffer.from(`{"i":${i}}`), source_ip: null, event_type: null, hops: 0,
@@ -169,6 +171,7 @@ describe('poison records', () => {
         name: `poison-${suffix}`,
         input: { topic: input, record: 'WebhookEvent' },
         writes: [output],
+        attempts: declared,
         async handle(e) {
           tries.set(e.event_id, (tries.get(e.event_id) ?? 0) + 1);
           if (e.event_id.endsWith('_1')) throw new Error('this record breaks the handler');
@@ -177,7 +180,7 @@ describe('poison records', () => {
         },
       };
       const group = `poison-${suffix}.`;
-      running = await run(stage, { kafka, producer, outputs: new BatchingProducer(producer), codec, log: new Logger('error'), groupPrefix: group, deadLetterTopic: dlq });
+      running = await run(stage, { kafka, outputs: new BatchingProducer(producer), codec, log: new Logger('error'), groupPrefix: group, deadLetterTopic: dlq });
 
       const letters = await lettersOn(dlq, 3, () => true);
       const passed = await readTopic(kafka, output);
@@ -191,11 +194,11 @@ describe('poison records', () => {
         expect(Buffer.from(l.value).equals(values[offset]!)).toBe(true);
       }
       expect(byOffset.get(1)!.event_id).toBe(`evt_${suffix}_1`);
-      expect(byOffset.get(1)!.reason).toBe(`stage ${stage.name} failed on this record ${HANDLER_ATTEMPTS} times: this record breaks the handler`);
-      expect(byOffset.get(3)!.reason).toBe(`stage ${stage.name} failed on this record ${HANDLER_ATTEMPTS} times: stage ${stage.name} wrote to ${output}-undeclared, which it does not declare`);
+      expect(byOffset.get(1)!.reason).toBe(`stage ${stage.name} failed on this record ${attempts} times: this record breaks the handler`);
+      expect(byOffset.get(3)!.reason).toBe(`stage ${stage.name} failed on this record ${attempts} times: stage ${stage.name} wrote to ${output}-undeclared, which it does not declare`);
       expect(byOffset.get(4)!.event_id).toBeNull();
       expect(byOffset.get(4)!.reason).toMatch(/^the record cannot be decoded as WebhookEvent: /);
-      expect(tries.get(`evt_${suffix}_1`)).toBe(HANDLER_ATTEMPTS);
+      expect(tries.get(`evt_${suffix}_1`)).toBe(attempts);
       expect(tries.get(`evt_${suffix}_2`)).toBe(1);
 
       // the group's committed offset passes the poison records: a restart does not meet them again

@@ -4,12 +4,12 @@ import { AvroCodec } from '../../platform/avro/codec';
 import type { WebhookEvent } from '../../platform/avro/records';
 import { BatchingProducer } from '../../platform/kafka/batching-producer';
 import { createKafka, createProducer, ensureTopics } from '../../platform/kafka/client';
-import { runStage, type RunnerDeps, type RunningStage } from '../../pipeline/runner/run-stage';
-import type { RecordStage } from '../../pipeline/runner/stage';
-import { runWindowedStage } from '../../pipeline/runner/windowed-runner';
+import { runStage, type RunnerDeps, type RunningStage } from '../../pipeline/runtime/run-stage';
+import type { RecordStage } from '../../pipeline/runtime/stage';
+import { runWindowedStage } from '../../pipeline/runtime/windowed-runner';
 import { uniqueSuffix } from '../support/ids';
 import { eventually } from '../support/service';
-import { readTopic } from '../support/topic';
+import { readTopic } from '../../platform/kafka/topic-table';
 
 /**
  * The runners' promises, against a real broker: an input offset is committed only after the
@@ -83,7 +83,7 @@ describe.each(runners)('%s', (_, run) => {
     const real = new BatchingProducer(producer);
     let held = 0;
     const outputs = { send: async (batch: Parameters<BatchingProducer['send']>[0]) => { held++; await gate; return real.send(batch); } } as unknown as BatchingProducer;
-    running.push(await run(copyStage(input, output), { kafka, producer, outputs, codec, log: new Logger('error'), groupPrefix: group }));
+    running.push(await run(copyStage(input, output), { kafka, outputs, codec, log: new Logger('error'), groupPrefix: group }));
     await eventually('the outputs handed to the producer', async () => held > 0 || undefined);
     // well past the 100 ms commit gathering: nothing may be committed while the outputs wait
     await new Promise((r) => setTimeout(r, 1_000));
@@ -98,7 +98,7 @@ describe.each(runners)('%s', (_, run) => {
     const { input, output, group } = await topicsFor(4);
     const n = 400;
     await fill(input, n, 4);
-    const deps = (): RunnerDeps => ({ kafka, producer, outputs: new BatchingProducer(producer), codec, log: new Logger('error'), groupPrefix: group });
+    const deps = (): RunnerDeps => ({ kafka, outputs: new BatchingProducer(producer), codec, log: new Logger('error'), groupPrefix: group });
     const slow = () => new Promise<void>((r) => setTimeout(r, 5));
     running.push(await run(copyStage(input, output, slow), deps()));
     await eventually('the first member under way', async () => (await committed(group, input)) > 0 || undefined);
@@ -141,7 +141,7 @@ describe('the windowed runner under back-pressure', () => {
           done++;
           return [{ topic: output, key: e.event_id, record: 'WebhookEvent', value: e }];
         },
-      }, { kafka, producer, outputs: new BatchingProducer(producer), codec, log: new Logger('error'), groupPrefix: `window-${suffix}.` }, { maxInFlight: 3 });
+      }, { kafka, outputs: new BatchingProducer(producer), codec, log: new Logger('error'), groupPrefix: `window-${suffix}.` }, { maxInFlight: 3 });
       await eventually('every record handled', async () => done >= n || undefined, 30_000);
       expect(peak).toBe(3);
       expect(new Set((await readTopic(kafka, output)).map((r) => r.key?.toString())).size).toBe(n);

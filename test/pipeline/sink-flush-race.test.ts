@@ -35,7 +35,7 @@ describe('ClickHouse sink under timer flushes', () => {
     const admin = kafka.admin();
     await admin.connect();
     const groupPrefix = `sinkrace${suffix}.`;
-    const sink = await runSink(topics, writer, { kafka, producer, outputs: new BatchingProducer(producer), codec: slowCodec, log: new Logger('error'), groupPrefix }, { batchRows: 10_000, flushMs: 5 });
+    const sink = await runSink(topics, writer, { kafka, outputs: new BatchingProducer(producer), codec: slowCodec, log: new Logger('error'), groupPrefix }, { batchRows: 10_000, flushMs: 5 });
     try {
       const produced: string[] = [];
       for (let wave = 0; wave < 4; wave++) {

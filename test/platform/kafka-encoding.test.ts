@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { Message } from 'kafkajs';
-import { createKafka, ensureTopics, fetchTopicOffsets } from '../../platform/kafka/client';
+import { createKafka, ensureTopics } from '../../platform/kafka/client';
 import { murmur2Partitioner } from '../../platform/kafka/partitioner';
+import { readTopic } from '../../platform/kafka/topic-table';
 import { uniqueSuffix } from '../support/ids';
 
 // kafkajs as patched by patches/kafkajs+2.2.4.patch (its record encoding and CRC-32C)
@@ -60,30 +61,7 @@ describe('kafkajs record encoding (patched)', () => {
 
     // read up to the end of every partition; a re-delivery after a rebalance (or a request that
     // kafkajs sent again) may repeat a record, and every copy must still be exact
-    const admin = kafka.admin();
-    await admin.connect();
-    const ends = new Map((await fetchTopicOffsets(admin, topic)).map((p) => [p.partition, Number(p.high)]));
-    await admin.disconnect();
-    const received: { key: Buffer | null; value: Buffer | null; headers: Record<string, unknown>; timestamp: string }[] = [];
-    const next = new Map([...ends.keys()].map((p) => [p, 0]));
-    const done = () => [...ends].every(([p, high]) => next.get(p)! >= high);
-    const consumer = kafka.consumer({ groupId: `${topic}-reader`, maxWaitTimeInMs: 100 });
-    await consumer.connect();
-    await consumer.subscribe({ topic, fromBeginning: true });
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`read ${received.length} records; the partitions end at ${JSON.stringify([...ends])}`)), 30_000);
-      void consumer.run({
-        eachMessage: async ({ partition, message }) => {
-          received.push({ key: message.key, value: message.value, headers: message.headers ?? {}, timestamp: message.timestamp });
-          next.set(partition, Math.max(next.get(partition)!, Number(message.offset) + 1));
-          if (done()) {
-            clearTimeout(timer);
-            resolve();
-          }
-        },
-      });
-    });
-    await consumer.disconnect();
+    const received = await readTopic(kafka, topic);
 
     const byIndex = new Map<string, typeof received>();
     for (const r of received) byIndex.set(String(r.headers['x-i']), [...(byIndex.get(String(r.headers['x-i'])) ?? []), r]);

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { CONSUMER_NAMES, consumers, groupIdOf, stageIo, topicNames } from '../../core/topics';
 import { STAGE_NAMES } from '../../core/config';
 import { topology } from '../../service/topology';
-import { checkWrites } from '../../pipeline/runner/stage';
+import { checkWrites } from '../../pipeline/runtime/stage';
 
 /** The consumer table is the one place that says who reads and writes which topic. */
 describe('the registry of topics and consumers', () => {

@@ -7,7 +7,7 @@ import { pendingLeaf } from '../../pipeline/evidence/sequencer';
 import { filterStage } from '../../pipeline/filter/stage';
 import { forward } from '../../pipeline/retry/delay-stage';
 import { routeStage } from '../../pipeline/route/stage';
-import { checkWrites, type AnyOutput, type StageContext } from '../../pipeline/runner/stage';
+import { checkWrites, type AnyOutput, type StageContext } from '../../pipeline/runtime/stage';
 import { validateStage } from '../../pipeline/validate/stage';
 
 /**

@@ -35,16 +35,4 @@ export class OffsetCommits {
       this.log.warn('offset commit failed', { error: errorMessage(err) });
     }
   }
-
-  /**
-   * Stops fetching `topic` but stays in the group, lets the work in hand finish (at most 20 s),
-   * commits what it produced, then leaves.
-   */
-  async drainAndLeave(topic: string, busy: () => boolean): Promise<void> {
-    this.consumer.pause([{ topic }]);
-    const deadline = Date.now() + 20_000;
-    while (busy() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-    await this.flush();
-    await this.consumer.disconnect();
-  }
 }

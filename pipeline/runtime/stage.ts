@@ -21,7 +21,8 @@ export interface StageContext {
 
 /**
  * A stage that turns each input record into output records. The handler may have side
- * effects through the ports its factory was given; the runner owns everything Kafka.
+ * effects through the ports its factory was given; the runtime (consume.ts and the runners on
+ * it) owns everything Kafka: consuming, batching, commits, retries and dead letters.
  */
 export interface RecordStage<N extends RecordName = RecordName> {
   kind: 'record';
@@ -34,6 +35,11 @@ export interface RecordStage<N extends RecordName = RecordName> {
   writes?: readonly string[];
   /** How many records of one batch are handled at once; outputs keep input order. */
   concurrency?: number;
+  /**
+   * The failure policy: times `handle` is tried on one record before the record becomes a dead
+   * letter (with the reason and its original bytes) and the partition goes on. Default 3.
+   */
+  attempts?: number;
   handle(value: RecordTypes[N], ctx: StageContext): Promise<AnyOutput[]>;
 }
 

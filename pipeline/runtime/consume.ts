@@ -1,0 +1,217 @@
+import type { Consumer, ConsumerConfig, EachBatchPayload, Kafka, KafkaMessage } from 'kafkajs';
+import { errorMessage, type Logger } from '../../core/log';
+import { groupIdOf } from '../../core/topics';
+import { UndecodableRecordError, type AvroCodec } from '../../platform/avro/codec';
+import type { RecordName, RecordTypes } from '../../platform/avro/records';
+import type { BatchingProducer } from '../../platform/kafka/batching-producer';
+import { undecodableLetter, undecodableReason } from '../dead-letter';
+import { OffsetCommits } from './offset-commits';
+import type { AnyOutput, Output } from './stage';
+
+export interface RunnerDeps {
+  kafka: Kafka;
+  /**
+   * The process's one gathering producer: the outputs of every stage share its Kafka requests
+   * (acks=all), so that the request count follows the load's batching, not the number of stages.
+   */
+  outputs: BatchingProducer;
+  codec: AvroCodec;
+  log: Logger;
+  /** Consumer groups are `<groupPrefix><stage name>`. */
+  groupPrefix: string;
+  /**
+   * Where a record goes that cannot be decoded, or whose handler keeps failing: a DeadLetter
+   * with the reason and the original bytes, so its partition goes on. Unset, such a record
+   * fails its batch, which is consumed again until it passes.
+   */
+  deadLetterTopic?: string;
+}
+
+export interface RunningStage {
+  name: string;
+  /** Stops fetching, lets the work in hand finish and commit, then leaves the group. */
+  stop(): Promise<void>;
+}
+
+/**
+ * A consumed record decoded as its topic's record, or, for bytes that never decode, why and
+ * their dead letter (logged when made).
+ */
+export type Decoded<N extends RecordName> = { value: RecordTypes[N]; undecodable?: undefined } | { value?: undefined; undecodable: string; letter(): Output<'DeadLetter'> };
+
+/** One fetched batch of one partition, as a stage's batch handler sees it. */
+export interface ConsumedBatch {
+  topic: string;
+  partition: number;
+  messages: KafkaMessage[];
+  highWatermark: string;
+  lastOffset(): string;
+  /** False once the group has moved on (rebalance) or the consumer stops: the batch must be left. */
+  active(): boolean;
+  /** The fetch position moves past `offset` (commits are separate). */
+  resolve(offset: string): void;
+  heartbeat(): Promise<void>;
+  /**
+   * The record decoded as its topic's record, or why its bytes never decode and their dead
+   * letter (which throws when the stage has no dead-letter topic). Any other failure (the
+   * registry away) throws.
+   */
+  decode<N extends RecordName>(message: KafkaMessage & { value: Buffer }): Promise<Decoded<N>>;
+}
+
+/** What a batch handler may do with the consumer beyond its batch. */
+export interface Consuming {
+  readonly log: Logger;
+  stopped(): boolean;
+  /** Commits `next` (the next offset to read) within 100 ms, together with other partitions'. */
+  scheduleCommit(topic: string, partition: number, next: bigint): void;
+  /** Commits now; throws when the commit does not go through. */
+  commitNow(offsets: { topic: string; partition: number; offset: string }[]): Promise<void>;
+  pause(topic: string, partition?: number): void;
+  resume(topic: string, partition: number): void;
+  seek(topic: string, partition: number, offset: bigint | string): void;
+  /** Encodes outputs for their topics; throws when one does not fit its schema. */
+  encode(outputs: readonly AnyOutput[]): Promise<EncodedOutput[]>;
+  /** Produces encoded outputs (acks=all); resolves once Kafka has them all. */
+  send(encoded: readonly EncodedOutput[]): Promise<void>;
+}
+
+export interface ConsumeOptions {
+  /** The stage's name: its consumer group is `<groupPrefix><name>`, and its dead letters name it. */
+  name: string;
+  /** The topics read, each with the record its values decode as. */
+  inputs: readonly { topic: string; record: RecordName }[];
+  /** Partitions whose batches are handled at once. */
+  partitionsConsumedConcurrently: number;
+  consumer?: Partial<ConsumerConfig>;
+  /** Told each new assignment (topic → partitions), before any batch of it. */
+  onAssign?(assigned: Record<string, number[]>): void;
+  /** Work in hand outside batch handlers (records still running, rows buffered) that stopping waits for. */
+  busy?(): boolean;
+  /** Runs while stopping, after the work in hand and before the last commit: seal or flush. */
+  beforeLeave?(): Promise<void>;
+}
+
+/** An output encoded for its topic. */
+export interface EncodedOutput {
+  topic: string;
+  key: string;
+  value: Buffer;
+}
+
+/** Outputs grouped by topic, as one Kafka request carries them. */
+function byTopic(encoded: readonly EncodedOutput[]): { topic: string; messages: { key: string; value: Buffer }[] }[] {
+  const groups = new Map<string, { key: string; value: Buffer }[]>();
+  for (const { topic, key, value } of encoded) {
+    let list = groups.get(topic);
+    if (!list) groups.set(topic, (list = []));
+    list.push({ key, value });
+  }
+  return [...groups].map(([topic, messages]) => ({ topic, messages }));
+}
+
+/**
+ * The one consumer loop of the pipeline; every stage runs on it. It joins the stage's group
+ * (from the beginning of each topic, no auto-commit), hands each fetched batch to `handle`
+ * with decoding that sets undecodable bytes aside as dead letters, counts the batches in hand
+ * so that stopping waits for them, and logs a batch that fails before kafkajs fetches it again.
+ * Committing is the handler's: only offsets whose outputs Kafka acknowledged are ever committed,
+ * so a crash replays and never skips (at-least-once).
+ */
+export async function consume(deps: RunnerDeps, options: ConsumeOptions, handle: (batch: ConsumedBatch, consuming: Consuming) => Promise<void>): Promise<RunningStage & { consuming: Consuming }> {
+  const log = deps.log.child({ stage: options.name });
+  const recordOf = new Map(options.inputs.map((i) => [i.topic, i.record]));
+  let stopped = false;
+  let inHand = 0;
+  const consumer: Consumer = deps.kafka.consumer({
+    groupId: groupIdOf(deps.groupPrefix, options.name),
+    // the broker answers a fetch as soon as one record is there (minBytes 1): the wait only
+    // bounds how often an idle consumer asks again, which with a dozen groups is real CPU
+    maxWaitTimeInMs: 500,
+    // short, so that after a crash the group stops waiting for the dead member sooner
+    sessionTimeout: 10_000,
+    heartbeatInterval: 3_000,
+    allowAutoTopicCreation: false,
+    retry: { retries: 10, initialRetryTime: 200, restartOnFailure: async () => !stopped },
+    ...options.consumer,
+  });
+  await consumer.connect();
+  await consumer.subscribe({ topics: options.inputs.map((i) => i.topic), fromBeginning: true });
+  const commits = new OffsetCommits(consumer, log);
+  if (options.onAssign) {
+    consumer.on(consumer.events.GROUP_JOIN, (e) => options.onAssign!(e.payload.memberAssignment));
+  }
+
+  const consuming: Consuming = {
+    log,
+    stopped: () => stopped,
+    scheduleCommit: (topic, partition, next) => commits.schedule(topic, partition, next),
+    commitNow: (offsets) => consumer.commitOffsets(offsets),
+    pause: (topic, partition) => consumer.pause([partition === undefined ? { topic } : { topic, partitions: [partition] }]),
+    resume: (topic, partition) => consumer.resume([{ topic, partitions: [partition] }]),
+    seek: (topic, partition, offset) => consumer.seek({ topic, partition, offset: offset.toString() }),
+    encode: (outputs) => Promise.all(outputs.map(async (o) => ({ topic: o.topic, key: o.key, value: await deps.codec.encode(o.topic, o.record, o.value as never) }))),
+    async send(encoded) {
+      if (encoded.length > 0) await deps.outputs.send(byTopic(encoded));
+    },
+  };
+
+  const batchOf = ({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload): ConsumedBatch => {
+    const record = recordOf.get(batch.topic)!;
+    return {
+      topic: batch.topic,
+      partition: batch.partition,
+      messages: batch.messages,
+      highWatermark: batch.highWatermark,
+      lastOffset: () => batch.lastOffset(),
+      active: () => isRunning() && !isStale(),
+      resolve: (offset) => resolveOffset(offset),
+      heartbeat,
+      async decode<N extends RecordName>(message: KafkaMessage & { value: Buffer }): Promise<Decoded<N>> {
+        try {
+          return { value: (await deps.codec.decode(record, message.value)) as RecordTypes[N] };
+        } catch (err) {
+          if (!(err instanceof UndecodableRecordError)) throw err;
+          const letter = () => {
+            // without a dead-letter topic such a record fails its batch, consumed again until it passes
+            if (!deps.deadLetterTopic) throw err;
+            return undecodableLetter(deps.deadLetterTopic, options.name, log, batch.topic, batch.partition, message, record, err);
+          };
+          return { undecodable: undecodableReason(record, err), letter };
+        }
+      },
+    };
+  };
+
+  await consumer.run({
+    autoCommit: false,
+    eachBatchAutoResolve: false,
+    partitionsConsumedConcurrently: options.partitionsConsumedConcurrently,
+    eachBatch: async (payload) => {
+      if (payload.batch.messages.length === 0 || !payload.isRunning() || payload.isStale()) return;
+      inHand++;
+      try {
+        await handle(batchOf(payload), consuming);
+      } catch (err) {
+        log.error('batch failed; it will be consumed again', { topic: payload.batch.topic, partition: payload.batch.partition, error: errorMessage(err) });
+        throw err;
+      } finally {
+        inHand--;
+      }
+    },
+  });
+  log.debug('stage started', { inputs: options.inputs.map((i) => i.topic) });
+  return {
+    name: options.name,
+    consuming,
+    async stop() {
+      stopped = true;
+      for (const { topic } of options.inputs) consumer.pause([{ topic }]);
+      const deadline = Date.now() + 20_000;
+      while ((inHand > 0 || options.busy?.()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      await options.beforeLeave?.().catch((err: unknown) => log.error('final flush failed; its records will be consumed again', { error: errorMessage(err) }));
+      await commits.flush();
+      await consumer.disconnect();
+    },
+  };
+}
