@@ -739,7 +739,9 @@ function mcpSchemas(): Json {
     },
     additionalProperties: false,
   };
+  const jsonRpc: Json = { type: 'object', required: ['jsonrpc'], properties: { jsonrpc: { const: '2.0' }, id: { type: ['string', 'integer', 'null'] }, result: { type: 'object' }, error: { type: 'object', required: ['code', 'message'], properties: { code: { type: 'integer' }, message: { type: 'string' } } } } };
   return {
+    JsonRpcMessages: { description: 'One JSON-RPC 2.0 message or a batch (read by the MCP server, which answers malformed ones itself).', anyOf: [jsonRpc, { type: 'array', items: jsonRpc }] },
     ProofStatus: { enum: ['pass', 'fail', 'unknown'], description: '`pass`: the check held when measured; `fail`: it did not, or could not be measured (the error is in `observed`); `unknown`: nothing to judge yet (e.g. no checkpoint sealed, no offset sample old enough).' },
     Proof: {
       type: 'object',
@@ -1374,8 +1376,7 @@ function mcpOperation(o: McpOperation): Json {
 function mcpPaths(): Json {
   const idParam = (description: string): Json => ({ name: 'id', in: 'path', required: true, description, schema: { type: 'string', minLength: 1 } });
   const live = 'Measured when asked: nothing is cached.';
-  const jsonRpc: Json = { type: 'object', required: ['jsonrpc'], properties: { jsonrpc: { const: '2.0' }, id: { type: ['string', 'integer', 'null'] }, result: { type: 'object' }, error: { type: 'object', required: ['code', 'message'], properties: { code: { type: 'integer' }, message: { type: 'string' } } } } };
-  const jsonRpcAnswer = (description: string): Json => ({ description, headers: tenantHeaders(), content: { 'application/json': { schema: { anyOf: [jsonRpc, { type: 'array', items: jsonRpc }] } } } });
+  const jsonRpcAnswer = (description: string): Json => ({ description, headers: tenantHeaders(), content: { 'application/json': { schema: schema('JsonRpcMessages') } } });
   return {
     '/v1/mcp': {
       post: {
@@ -1387,7 +1388,7 @@ function mcpPaths(): Json {
           badRequest: 'the body is not a JSON-RPC 2.0 message or batch (or the batch is too long), or `MCP-Protocol-Version` names a version this server does not speak.',
           notAcceptable: '`Accept` does not list both `application/json` and `text/event-stream`.',
         }),
-        requestBody: { required: true, description: 'One JSON-RPC 2.0 message or a batch.', content: { 'application/json': { schema: { anyOf: [jsonRpc, { type: 'array', items: jsonRpc }] } } } },
+        requestBody: { required: true, description: 'One JSON-RPC 2.0 message or a batch.', content: { 'application/json': { schema: schema('JsonRpcMessages') } } },
       },
     },
     '/v1/mcp/endpoints': {
