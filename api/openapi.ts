@@ -163,7 +163,8 @@ const retrySchedule: Json = {
   type: 'array',
   minItems: 1,
   maxItems: MAX_SCHEDULE_ATTEMPTS,
-  items: { type: 'integer', minimum: 0, maximum: MAX_SCHEDULE_WAIT_MS },
+  // a bad wait is a problem of the schedule as a whole, reported on `retry_schedule_ms`
+  items: { type: 'integer', minimum: 0, maximum: MAX_SCHEDULE_WAIT_MS, 'x-problem-of-array': true },
   description: 'Waits in milliseconds before each attempt (entry i is the wait before attempt i + 1; the first is usually 0). ±10% jitter is added. `null` uses the service\'s `RETRY_SCHEDULE`.',
   examples: [[0, 5000, 300000]],
 };

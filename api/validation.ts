@@ -33,7 +33,13 @@ function fieldOf(pointer: string, member?: string): string {
 const TYPE_NAMES: Record<string, string> = { object: 'an object', array: 'an array', string: 'a string', integer: 'an integer', number: 'a number', boolean: 'a boolean' };
 const FORMAT_MESSAGES: Record<string, string> = { uri: 'must be an absolute URL', 'date-time': 'must be an RFC 3339 date-time with a time zone' };
 
+/** A problem as the API reports it; an item whose schema says so is reported on its array. */
 function problemOf(e: ErrorObject): FieldError {
+  const p = problemAt(e);
+  return e.parentSchema?.['x-problem-of-array'] === true ? { field: p.field.replace(/\[\d+\]$/, ''), message: `each item ${p.message}` } : p;
+}
+
+function problemAt(e: ErrorObject): FieldError {
   const field = fieldOf(e.instancePath);
   const p = e.params as Record<string, unknown>;
   const limit = p.limit as number;

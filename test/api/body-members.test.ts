@@ -133,7 +133,7 @@ describe('request body members', () => {
     expect(several.body.errors).toEqual(expect.arrayContaining([
       { field: 'name', message: 'is required' },
       { field: 'url', message: 'must be a string' },
-      { field: 'retry_schedule_ms[1]', message: 'must be at least 0' },
+      { field: 'retry_schedule_ms', message: 'each item must be at least 0' },
       { field: 'auth.token', message: 'is required' },
       { field: 'colour', message: 'is not a member of this body' },
     ]));
