@@ -13,7 +13,7 @@ let validators: Map<BodyOperation, ValidateFunction> | undefined;
 function validatorOf(operation: BodyOperation): ValidateFunction {
   if (!validators) {
     const doc = openApiDocument({ errorBase: '' });
-    // verbose: the failing schema is read for its `x-pattern-message`
+    // verbose: messages read the failing schema (`x-pattern-message`, `x-problem-of-array`, discriminator tags)
     const ajv = new Ajv2020({ strict: false, allErrors: true, verbose: true, discriminator: true });
     addFormats(ajv);
     ajv.addSchema({ $id: 'hookline', components: doc.components });
