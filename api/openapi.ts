@@ -163,12 +163,13 @@ const retrySchedule: Json = {
   type: 'array',
   minItems: 1,
   maxItems: MAX_SCHEDULE_ATTEMPTS,
-  items: { type: 'integer', minimum: 0, maximum: MAX_SCHEDULE_WAIT_MS },
+  // a bad wait is a problem of the schedule as a whole, reported on `retry_schedule_ms`
+  items: { type: 'integer', minimum: 0, maximum: MAX_SCHEDULE_WAIT_MS, 'x-problem-of-array': true },
   description: 'Waits in milliseconds before each attempt (entry i is the wait before attempt i + 1; the first is usually 0). ±10% jitter is added. `null` uses the service\'s `RETRY_SCHEDULE`.',
   examples: [[0, 5000, 300000]],
 };
 
-const nameInput: Json = { type: 'string', minLength: 1, maxLength: MAX_ENTITY_NAME, pattern: '\\S', description: `Not blank, at most ${MAX_ENTITY_NAME} characters; stored trimmed.` };
+const nameInput: Json = { type: 'string', minLength: 1, maxLength: MAX_ENTITY_NAME, pattern: '\\S', 'x-pattern-message': 'must not be empty', description: `Not blank, at most ${MAX_ENTITY_NAME} characters; stored trimmed.` };
 
 const destinationProperties: Json = {
   id: schema('DestinationId'),
@@ -183,12 +184,17 @@ const destinationProperties: Json = {
 };
 const destinationRequired = ['id', 'name', 'url', 'status', 'created_at', 'updated_at', 'disabled_reason', 'retry_schedule_ms', 'auth'];
 
-const authSecret = (what: string): Json => ({ type: 'string', minLength: AUTH_LIMITS.secretMin, maxLength: AUTH_LIMITS.secret, pattern: '^[\\x21-\\x7e]([\\x20-\\x7e]*[\\x21-\\x7e])?$', description: `${what}: printable ASCII, ${AUTH_LIMITS.secretMin} to ${AUTH_LIMITS.secret} characters. Stored encrypted; shown masked (\`****\` and its last 4 characters).` });
+const authSecret = (what: string, spaces = true): Json => ({
+  type: 'string', minLength: AUTH_LIMITS.secretMin, maxLength: AUTH_LIMITS.secret,
+  ...(spaces
+    ? { pattern: '^[\\x21-\\x7e]([\\x20-\\x7e]*[\\x21-\\x7e])?$', 'x-pattern-message': 'must be printable ASCII without leading or trailing spaces' }
+    : { pattern: '^[\\x21-\\x7e]+$', 'x-pattern-message': 'must be printable ASCII without spaces' }),
+  description: `${what}: printable ASCII, ${AUTH_LIMITS.secretMin} to ${AUTH_LIMITS.secret} characters. Stored encrypted; shown masked (\`****\` and its last 4 characters).` });
 const masked: Json = { type: 'string', pattern: '^\\*{4}[\\s\\S]{0,4}$', description: '`****` and the last 4 characters of the secret.' };
-const authVariants = (secretOf: (what: string) => Json): Json[] => [
-  { type: 'object', title: 'basic', required: ['type', 'username', 'password'], additionalProperties: false, properties: { type: { const: 'basic' }, username: { type: 'string', minLength: 1, maxLength: AUTH_LIMITS.username, pattern: '^[^:]+$', description: 'Printable ASCII without ":".' }, password: secretOf('The password') }, description: '`Authorization: Basic base64(username:password)` on every delivery.' },
-  { type: 'object', title: 'bearer', required: ['type', 'token'], additionalProperties: false, properties: { type: { const: 'bearer' }, token: secretOf('The token (no spaces)') }, description: '`Authorization: Bearer <token>` on every delivery.' },
-  { type: 'object', title: 'header', required: ['type', 'name', 'value'], additionalProperties: false, properties: { type: { const: 'header' }, name: { type: 'string', minLength: 1, maxLength: AUTH_LIMITS.headerName, pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$", description: 'A header name (stored lower-case), not one the service sets itself (content-type, user-agent, webhook-*, x-correlation-id, hop-by-hop headers).' }, value: secretOf('The header value') }, description: '`<name>: <value>` on every delivery.' },
+const authVariants = (secretOf: (what: string, spaces?: boolean) => Json): Json[] => [
+  { type: 'object', title: 'basic', required: ['type', 'username', 'password'], additionalProperties: false, properties: { type: { const: 'basic' }, username: { type: 'string', minLength: 1, maxLength: AUTH_LIMITS.username, pattern: '^[\\x20-\\x39\\x3b-\\x7e]+$', 'x-pattern-message': 'must be printable ASCII without ":"', description: 'Printable ASCII without ":".' }, password: secretOf('The password') }, description: '`Authorization: Basic base64(username:password)` on every delivery.' },
+  { type: 'object', title: 'bearer', required: ['type', 'token'], additionalProperties: false, properties: { type: { const: 'bearer' }, token: secretOf('The token (no spaces)', false) }, description: '`Authorization: Bearer <token>` on every delivery.' },
+  { type: 'object', title: 'header', required: ['type', 'name', 'value'], additionalProperties: false, properties: { type: { const: 'header' }, name: { type: 'string', minLength: 1, maxLength: AUTH_LIMITS.headerName, pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$", 'x-pattern-message': 'must be a header name (an HTTP token)', description: 'A header name (stored lower-case), not one the service sets itself (content-type, user-agent, webhook-*, x-correlation-id, hop-by-hop headers).' }, value: secretOf('The header value') }, description: '`<name>: <value>` on every delivery.' },
 ];
 
 const attemptProperties: Json = {
@@ -386,7 +392,7 @@ function apiKeySchemas(): Json {
         name: nameInput,
         scopes: { type: 'array', minItems: 1, items: { type: 'string', enum: [...SCOPES] }, description: 'Scopes of the new key; duplicates are dropped.' },
         expires_at: { ...nullable({ type: 'string', format: 'date-time' }), description: `When the key stops working: in the future, at most ${MAX_KEY_LIFETIME_DAYS} days away. \`null\` or absent: it does not expire (unless the calling key does).` },
-        resource_ids: { ...nullable({ type: 'array', maxItems: MAX_KEY_RESOURCES, items: { type: 'string', pattern: `^[a-z]{3}_${ULID}$` } }), description: `Limits the key to these resource ids (typed ids such as \`dst_<ulid>\`, at most ${MAX_KEY_RESOURCES}); \`null\` or absent: every resource of the tenant.` },
+        resource_ids: { ...nullable({ type: 'array', maxItems: MAX_KEY_RESOURCES, items: { type: 'string', pattern: `^[a-z]{3}_${ULID}$`, 'x-pattern-message': 'is not a resource id (a typed id such as dst_<ulid>)' } }), description: `Limits the key to these resource ids (typed ids such as \`dst_<ulid>\`, at most ${MAX_KEY_RESOURCES}); \`null\` or absent: every resource of the tenant.` },
       },
       additionalProperties: false,
     },
@@ -436,18 +442,22 @@ function schemas(errorBase: string): Json {
       properties: {
         ...shownBack(['id', 'status', 'created_at', 'updated_at', 'disabled_reason']),
         name: { ...nameInput, description: `Unique in the tenant, compared case-insensitively after trimming (409 conflict otherwise, also under concurrent creates). At most ${MAX_ENTITY_NAME} characters.` },
-        url: { type: 'string', format: 'uri', maxLength: MAX_URL_LENGTH, pattern: '^[Hh][Tt][Tt][Pp][Ss]?:', description: 'Absolute http or https URL without credentials that receives the webhooks. Addresses outside the public internet are refused (422 here, and again on every connection, so a name whose DNS changes later is refused at delivery) unless `DESTINATION_ALLOWED_NETWORKS` allows them; a name must resolve; this service\'s own listener and `PUBLIC_BASE_URL` are always refused.' },
+        url: { type: 'string', format: 'uri', maxLength: MAX_URL_LENGTH, pattern: '^[Hh][Tt][Tt][Pp][Ss]?:', 'x-pattern-message': 'must be an http or https URL', description: 'Absolute http or https URL without credentials that receives the webhooks. Addresses outside the public internet are refused (422 here, and again on every connection, so a name whose DNS changes later is refused at delivery) unless `DESTINATION_ALLOWED_NETWORKS` allows them; a name must resolve; this service\'s own listener and `PUBLIC_BASE_URL` are always refused.' },
         retry_schedule_ms: nullable(schema('RetrySchedule')),
         auth: nullable(schema('DestinationAuth')),
       },
     },
     DestinationAuth: {
       description: 'Credentials the receiver expects, sent on every delivery. Encrypted at rest; every later read shows the secret part masked. Problems are reported by field (`auth.password`), never echoing a value.',
+      type: 'object',
       oneOf: authVariants(authSecret),
+      discriminator: { propertyName: 'type' },
     },
     DestinationAuthShown: {
       description: 'The destination\'s credentials as shown: the secret part masked.',
+      type: 'object',
       oneOf: authVariants(() => masked),
+      discriminator: { propertyName: 'type' },
     },
     Destination: {
       type: 'object',
@@ -730,7 +740,9 @@ function mcpSchemas(): Json {
     },
     additionalProperties: false,
   };
+  const jsonRpc: Json = { type: 'object', required: ['jsonrpc'], properties: { jsonrpc: { const: '2.0' }, id: { type: ['string', 'integer', 'null'] }, result: { type: 'object' }, error: { type: 'object', required: ['code', 'message'], properties: { code: { type: 'integer' }, message: { type: 'string' } } } } };
   return {
+    JsonRpcMessages: { description: 'One JSON-RPC 2.0 message or a batch (read by the MCP server, which answers malformed ones itself).', anyOf: [jsonRpc, { type: 'array', items: jsonRpc }] },
     ProofStatus: { enum: ['pass', 'fail', 'unknown'], description: '`pass`: the check held when measured; `fail`: it did not, or could not be measured (the error is in `observed`); `unknown`: nothing to judge yet (e.g. no checkpoint sealed, no offset sample old enough).' },
     Proof: {
       type: 'object',
@@ -1365,8 +1377,7 @@ function mcpOperation(o: McpOperation): Json {
 function mcpPaths(): Json {
   const idParam = (description: string): Json => ({ name: 'id', in: 'path', required: true, description, schema: { type: 'string', minLength: 1 } });
   const live = 'Measured when asked: nothing is cached.';
-  const jsonRpc: Json = { type: 'object', required: ['jsonrpc'], properties: { jsonrpc: { const: '2.0' }, id: { type: ['string', 'integer', 'null'] }, result: { type: 'object' }, error: { type: 'object', required: ['code', 'message'], properties: { code: { type: 'integer' }, message: { type: 'string' } } } } };
-  const jsonRpcAnswer = (description: string): Json => ({ description, headers: tenantHeaders(), content: { 'application/json': { schema: { anyOf: [jsonRpc, { type: 'array', items: jsonRpc }] } } } });
+  const jsonRpcAnswer = (description: string): Json => ({ description, headers: tenantHeaders(), content: { 'application/json': { schema: schema('JsonRpcMessages') } } });
   return {
     '/v1/mcp': {
       post: {
@@ -1378,7 +1389,7 @@ function mcpPaths(): Json {
           badRequest: 'the body is not a JSON-RPC 2.0 message or batch (or the batch is too long), or `MCP-Protocol-Version` names a version this server does not speak.',
           notAcceptable: '`Accept` does not list both `application/json` and `text/event-stream`.',
         }),
-        requestBody: { required: true, description: 'One JSON-RPC 2.0 message or a batch.', content: { 'application/json': { schema: { anyOf: [jsonRpc, { type: 'array', items: jsonRpc }] } } } },
+        requestBody: { required: true, description: 'One JSON-RPC 2.0 message or a batch.', content: { 'application/json': { schema: schema('JsonRpcMessages') } } },
       },
     },
     '/v1/mcp/endpoints': {
@@ -1503,22 +1514,16 @@ const API_DESCRIPTION = `Webhook ingestion and delivery on Apache Kafka. Webhook
 
 **Evidence surface.** Routes under \`/v1/mcp/\` take the same keys; the key's own tenant is implied. \`POST /v1/mcp\` is a Model Context Protocol server (Streamable HTTP) whose tools mirror these routes and add live runtime and trust proofs.`;
 
-/** The request bodies whose members the routes take from this document. */
-export type BodyComponent = 'DestinationCreate' | 'IngesterCreate' | 'IngesterUpdate' | 'DeliveryFlowCreate' | 'DeliveryFlowUpdate' | 'SavedPayloadCreate' | 'ApiKeyCreate';
-
-let bodySchemas: Json | undefined;
-
-/**
- * The members a request body may have, from its component here (the object at `path` inside it,
- * e.g. the items of `delivery_flows`): the routes refuse every other member, so this document is
- * the one list of them.
- */
-export function bodyMembers(component: BodyComponent, ...path: string[]): string[] {
-  bodySchemas ??= schemas('');
-  let s = bodySchemas[component] as Json | undefined;
-  for (const k of path) s = (k === '[]' ? s?.items : (s?.properties as Json | undefined)?.[k]) as Json | undefined;
-  if (!s?.properties) throw new Error(`no object schema at ${[component, ...path].join('.')}`);
-  return Object.keys(s.properties as Json);
+/** The component each operation's JSON request body is, by operationId: what the routes validate the body with. */
+export function requestBodyComponents(doc: Record<string, unknown>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const item of Object.values(doc.paths as Record<string, Json>)) {
+    for (const op of Object.values(item) as Json[]) {
+      const ref = ((op?.requestBody as Json | undefined)?.content as Record<string, Json> | undefined)?.['application/json']?.schema as Json | undefined;
+      if (typeof ref?.$ref === 'string') out[String(op.operationId)] = ref.$ref.replace('#/components/schemas/', '');
+    }
+  }
+  return out;
 }
 
 /** The OpenAPI 3.1 document of the API; `errorBase` is the base of the problem type URIs (ERROR_BASE). */

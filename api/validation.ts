@@ -1,95 +1,148 @@
+import Ajv2020, { type ErrorObject, type ValidateFunction } from 'ajv/dist/2020';
+import addFormats from 'ajv-formats';
 import { validationError, type FieldError } from '../core/errors';
+import { openApiDocument, requestBodyComponents } from './openapi';
 
-/** Small checks for request bodies; all problems of one body are reported together. */
-export class BodyChecker {
-  readonly errors: FieldError[] = [];
-  readonly body: Record<string, unknown>;
+/** The operations whose JSON body a route reads; the document names the component of each. */
+export const BODY_OPERATIONS = ['createDestination', 'createIngester', 'updateIngester', 'createDeliveryFlow', 'updateDeliveryFlow', 'createSavedPayload', 'createApiKey'] as const;
+export type BodyOperation = (typeof BODY_OPERATIONS)[number];
 
-  constructor(body: unknown) {
-    if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-      this.errors.push({ field: 'body', message: 'must be a JSON object' });
-      this.body = {};
-    } else {
-      this.body = body as Record<string, unknown>;
-    }
+let validators: Map<BodyOperation, ValidateFunction> | undefined;
+
+/** Compiled once, from the component schemas of the document the API serves. */
+function validatorOf(operation: BodyOperation): ValidateFunction {
+  if (!validators) {
+    const doc = openApiDocument({ errorBase: '' });
+    // verbose: messages read the failing schema (`x-pattern-message`, `x-problem-of-array`, discriminator tags)
+    const ajv = new Ajv2020({ strict: false, allErrors: true, verbose: true, discriminator: true });
+    addFormats(ajv);
+    ajv.addSchema({ $id: 'hookline', components: doc.components });
+    const components = requestBodyComponents(doc);
+    validators = new Map(BODY_OPERATIONS.map((op) => [op, ajv.compile({ $ref: `hookline#/components/schemas/${components[op]}` })]));
+  }
+  return validators.get(operation)!;
+}
+
+/** `/delivery_flows/0/name` as the API names fields: `delivery_flows[0].name`; the root is `body`. */
+function fieldOf(pointer: string, member?: string): string {
+  const segments = [...pointer.split('/').slice(1).map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~')), ...(member === undefined ? [] : [member])];
+  if (segments.length === 0) return 'body';
+  return segments.map((s, i) => (/^\d+$/.test(s) ? `[${s}]` : i === 0 ? s : `.${s}`)).join('');
+}
+
+const TYPE_NAMES: Record<string, string> = { object: 'an object', array: 'an array', string: 'a string', integer: 'an integer', number: 'a number', boolean: 'a boolean' };
+const FORMAT_MESSAGES: Record<string, string> = { uri: 'must be an absolute URL', 'date-time': 'must be an RFC 3339 date-time with a time zone' };
+
+/** A problem as the API reports it; an item whose schema says so is reported on its array. */
+function problemOf(e: ErrorObject): FieldError {
+  const p = problemAt(e);
+  return e.parentSchema?.['x-problem-of-array'] === true ? { field: p.field.replace(/\[\d+\]$/, ''), message: `each item ${p.message}` } : p;
+}
+
+function problemAt(e: ErrorObject): FieldError {
+  const field = fieldOf(e.instancePath);
+  const p = e.params as Record<string, unknown>;
+  const limit = p.limit as number;
+  switch (e.keyword) {
+    case 'additionalProperties':
+      return { field: fieldOf(e.instancePath, String(p.additionalProperty)), message: 'is not a member of this body' };
+    case 'required':
+      return { field: fieldOf(e.instancePath, String(p.missingProperty)), message: 'is required' };
+    case 'discriminator':
+      return { field: fieldOf(e.instancePath, String(p.tag)), message: `must be one of ${tagsOf(e.parentSchema).join(', ')}` };
+    case 'type':
+      if (field === 'body') return { field, message: 'must be a JSON object' };
+      return { field, message: `must be ${[p.type].flat().map((t) => TYPE_NAMES[String(t)] ?? String(t)).join(' or ')}` };
+    case 'minLength':
+      return { field, message: limit === 1 ? 'must not be empty' : `must be at least ${limit} characters` };
+    case 'maxLength':
+      return { field, message: `must be at most ${limit} characters` };
+    case 'minItems':
+      return { field, message: `must hold at least ${limit} item${limit === 1 ? '' : 's'}` };
+    case 'maxItems':
+      return { field, message: `must hold at most ${limit} items` };
+    case 'minimum':
+      return { field, message: `must be at least ${limit}` };
+    case 'maximum':
+      return { field, message: `must be at most ${limit}` };
+    case 'enum':
+      return { field, message: `must be one of ${(p.allowedValues as unknown[]).join(', ')}` };
+    case 'pattern':
+      return { field, message: String(e.parentSchema?.['x-pattern-message'] ?? `must match ${String(p.pattern)}`) };
+    case 'format':
+      return { field, message: FORMAT_MESSAGES[String(p.format)] ?? `must be a ${String(p.format)}` };
+    default:
+      return { field, message: e.message ?? 'is not valid' };
+  }
+}
+
+function tagsOf(schema: Record<string, unknown> | undefined): string[] {
+  const branches = (schema?.oneOf ?? []) as { properties?: { type?: { const?: string } } }[];
+  return branches.map((b) => String(b.properties?.type?.const));
+}
+
+/** `b` is `a` or a member or item inside it. */
+const within = (a: string, b: string): boolean => b === a || b.startsWith(`${a}.`) || b.startsWith(`${a}[`);
+
+/**
+ * A request body checked against its component, collecting the route's own checks beside the
+ * schema's so that every problem of the body is reported together.
+ */
+export class BodyCheck<T> {
+  readonly errors: FieldError[];
+
+  constructor(
+    readonly body: T,
+    private readonly schemaErrors: FieldError[],
+    /** Members that matched none of the forms the schema allows, unless a check names what is wrong inside them. */
+    private readonly unmatched: FieldError[],
+  ) {
+    this.errors = [...schemaErrors];
   }
 
-  string(field: string, options: { required?: boolean; max?: number } = {}): string | undefined {
-    const v = this.body[field];
-    if (v === undefined || v === null) {
-      if (options.required) this.errors.push({ field, message: 'is required' });
-      return undefined;
-    }
-    if (typeof v !== 'string') {
-      this.errors.push({ field, message: 'must be a string' });
-      return undefined;
-    }
-    if (options.required && v.trim() === '') this.errors.push({ field, message: 'must not be empty' });
-    if (options.max !== undefined && v.length > options.max) this.errors.push({ field, message: `must be at most ${options.max} characters` });
-    return v;
-  }
-
-  url(field: string, options: { required?: boolean } = {}): string | undefined {
-    const v = this.string(field, { ...options, max: 2048 });
-    if (v === undefined) return undefined;
-    try {
-      const u = new URL(v);
-      if (u.protocol !== 'http:' && u.protocol !== 'https:') this.errors.push({ field, message: 'must be an http or https URL' });
-      else if (u.username || u.password) this.errors.push({ field, message: 'must not carry credentials' });
-    } catch {
-      this.errors.push({ field, message: 'must be an absolute URL' });
-    }
-    return v;
-  }
-
-  object(field: string, options: { required?: boolean } = {}): Record<string, unknown> | undefined {
-    const v = this.body[field];
-    if (v === undefined || v === null) {
-      if (options.required) this.errors.push({ field, message: 'is required' });
-      return undefined;
-    }
-    if (typeof v !== 'object' || Array.isArray(v)) {
-      this.errors.push({ field, message: 'must be an object' });
-      return undefined;
-    }
-    return v as Record<string, unknown>;
-  }
-
-  stringArray(field: string): string[] | undefined {
-    const v = this.body[field];
-    if (v === undefined || v === null) return undefined;
-    if (!Array.isArray(v) || v.some((x) => typeof x !== 'string')) {
-      this.errors.push({ field, message: 'must be an array of strings' });
-      return undefined;
-    }
-    return v as string[];
-  }
-
-  oneOf<T extends string>(field: string, allowed: readonly T[], options: { required?: boolean } = {}): T | undefined {
-    const v = this.string(field, options);
-    if (v === undefined) return undefined;
-    if (!(allowed as readonly string[]).includes(v)) {
-      this.errors.push({ field, message: `must be one of ${allowed.join(', ')}` });
-      return undefined;
-    }
-    return v as T;
-  }
-
-  /**
-   * Refuses every member not in `allowed`, each named in the errors. Routes allow what they
-   * write and what their GET shows (read-only members such as `id` or `created_at` are accepted
-   * and left as stored), so an object read can be sent back as it was.
-   */
-  only(allowed: readonly string[]): void {
-    for (const k of Object.keys(this.body)) if (!allowed.includes(k)) this.errors.push({ field: k, message: 'is not a member of this body' });
+  /** Whether the schema found this member, and everything in it, well-formed: the route's own checks may read it as typed. */
+  usable(field: string): boolean {
+    return !this.schemaErrors.some((e) => e.field === 'body' || within(e.field, field) || within(field, e.field));
   }
 
   fail(field: string, message: string): void {
     this.errors.push({ field, message });
   }
 
-  /** Throws a 400 validation-error listing every problem found so far. */
+  /** Throws a 400 validation-error listing every problem found, one per field. */
   done(): void {
-    if (this.errors.length > 0) throw validationError(this.errors);
+    const explained = (u: FieldError) => this.errors.some((e) => u.field === 'body' || within(u.field, e.field));
+    const errors = [...this.errors, ...this.unmatched.filter((u) => !explained(u))];
+    const seen = new Set<string>();
+    const first = errors.filter((e) => !seen.has(e.field) && seen.add(e.field));
+    if (first.length > 0) throw validationError(first);
   }
+}
+
+/**
+ * Checks a request body against the component the document gives the operation. The forms of a
+ * `oneOf` without a discriminator (filter rules) and the conditions of an `if` (provider secrets)
+ * would be reported by ajv as every branch's complaint; those members are left to the parser that
+ * reads them, which names the field at fault, and are refused as a whole only when it finds nothing.
+ */
+export function validateBody<T>(operation: BodyOperation, body: unknown): BodyCheck<T> {
+  const validate = validatorOf(operation);
+  const raw = validate(body) ? [] : (validate.errors ?? []);
+  // a nullable member is `anyOf: [its schema, null]`: the null branch and the anyOf only repeat the other's complaint
+  const nullable = new Set(raw.filter((e) => e.keyword === 'type' && (e.params as { type: unknown }).type === 'null').map((e) => e.instancePath));
+  const composites = raw.filter((e) => (e.keyword === 'oneOf' || e.keyword === 'anyOf') && !nullable.has(e.instancePath)).map((e) => e.instancePath);
+  const insideComposite = (e: ErrorObject) => composites.some((c) => e.instancePath === c || e.instancePath.startsWith(`${c}/`));
+  const conditional = (e: ErrorObject) => e.keyword === 'if' || /\/(then|else)\//.test(e.schemaPath);
+  const schemaErrors: FieldError[] = [];
+  const unmatched: FieldError[] = [];
+  for (const e of raw) {
+    if (nullable.has(e.instancePath) && (e.keyword === 'anyOf' || (e.keyword === 'type' && (e.params as { type: unknown }).type === 'null'))) continue;
+    if (conditional(e) || insideComposite(e)) {
+      if (e.keyword === 'if' || e.keyword === 'oneOf' || e.keyword === 'anyOf') unmatched.push({ field: fieldOf(e.instancePath), message: 'matches none of the forms this member may take' });
+      continue;
+    }
+    schemaErrors.push(problemOf(e));
+  }
+  const object = typeof body === 'object' && body !== null && !Array.isArray(body);
+  return new BodyCheck<T>((object ? body : {}) as T, schemaErrors, unmatched);
 }

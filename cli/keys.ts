@@ -3,6 +3,7 @@ import { AppError } from '../core/errors';
 import type { ApiKey } from '../core/model';
 import { readRunFile } from '../infra/local';
 import { apiKeyView } from '../api/routes/api-keys';
+import { validateBody } from '../api/validation';
 import { KeyUsage } from '../platform/redis/key-usage';
 import { TENANT_ID_PATTERN } from '../core/ids';
 import { parseScopes, SCOPES } from '../core/scopes';
@@ -15,6 +16,18 @@ export interface KeysCreateArgs {
   expiresAt?: string | undefined;
   resources?: string | undefined;
   name?: string | undefined;
+}
+
+/** The flags of `keys create` that set members of the API's ApiKeyCreate body, which they are checked against. */
+export const KEY_CREATE_FLAGS = { name: 'name', scopes: 'scopes', 'expires-at': 'expires_at', resources: 'resource_ids' } as const;
+
+/** Refuses a flag whose value the API would refuse for its member; a key issued here is one the API could have issued. */
+function checkKeyFlags(body: Record<string, unknown>): void {
+  // the API requires a name; a key made here may go without one
+  const problem = validateBody('createApiKey', body).errors.find((e) => e.message !== 'is required' || e.field in body);
+  if (!problem) return;
+  const flag = Object.entries(KEY_CREATE_FLAGS).find(([, m]) => problem.field === m || problem.field.startsWith(`${m}[`))?.[0] ?? problem.field;
+  throw new CliError(`--${flag} must be accepted by the API: ${problem.field} ${problem.message}`);
 }
 
 /** `keys create`: creates the tenant if needed and issues a key; the plain key is printed once. */
@@ -31,8 +44,8 @@ export async function keysCreate(args: KeysCreateArgs): Promise<IssuedKey> {
     if (Number.isNaN(t)) throw new CliError(`--expires-at "${args.expiresAt}" is not an ISO 8601 time`);
     expiresAt = new Date(t).toISOString();
   }
-  if (args.name !== undefined && (args.name.trim() === '' || args.name.length > 200)) throw new CliError('--name must be 1 to 200 characters, not blank');
   const resourceIds = args.resources ? args.resources.split(',').map((s) => s.trim()).filter(Boolean) : null;
+  checkKeyFlags({ scopes, expires_at: expiresAt, resource_ids: resourceIds, ...(args.name === undefined ? {} : { name: args.name }) });
   const ctx = await connect();
   try {
     await ensureTenant(ctx.store, args.tenant);

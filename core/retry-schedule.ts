@@ -24,12 +24,6 @@ export function parseSchedule(spec: string): { schedule: number[]; errors: strin
   return { schedule, errors };
 }
 
-export function validateSchedule(schedule: unknown): string | undefined {
-  if (!Array.isArray(schedule) || schedule.length === 0 || schedule.length > 50) return 'must be an array of 1 to 50 delays in milliseconds';
-  if (schedule.some((d) => typeof d !== 'number' || !Number.isInteger(d) || d < 0 || d > 7 * 86_400_000)) return 'each delay must be an integer from 0 to 604800000 milliseconds';
-  return undefined;
-}
-
 /**
  * The wait before `attempt` (2 for the first retry), with ±`jitter` spread so that many
  * deliveries failing together do not retry together; undefined when the schedule is exhausted.

@@ -7,11 +7,17 @@ import type { DeliveryFlow } from '../../core/model';
 import type { ConfigStore } from '../../platform/config-store/config-store';
 import { authOf, requireResource, requireScope } from '../auth';
 import { pageOf } from '../paging';
-import { BodyChecker } from '../validation';
-import { bodyMembers } from '../openapi';
+import { validateBody } from '../validation';
 
 export function flowView(f: DeliveryFlow) {
   return { id: f.id, name: f.name, ingester_id: f.ingester_id, destination_ids: f.destination_ids, created_at: f.created_at, updated_at: f.updated_at };
+}
+
+/** A body the DeliveryFlowCreate or DeliveryFlowUpdate schema accepted (an update may leave out the destinations). */
+interface FlowBody {
+  name: string;
+  ingester_id: string;
+  destination_ids?: string[];
 }
 
 /** Delivery flows: an ingester's events fan out to each destination of each of its flows. */
@@ -25,22 +31,20 @@ export function flowsRouter(store: ConfigStore, maxFanout: number, quotas: Quota
   };
   const read = (body: unknown, res: Response, previous?: DeliveryFlow) => {
     const tenantId = authOf(res).tenant_id;
-    const check = new BodyChecker(body);
-    // what a GET shows is accepted back; on an update the ingester cannot change
-    check.only(bodyMembers(previous ? 'DeliveryFlowUpdate' : 'DeliveryFlowCreate'));
-    const name = check.string('name', { required: true, max: 200 });
-    const ingesterId = previous ? previous.ingester_id : check.string('ingester_id', { required: true });
-    if (previous && check.body.ingester_id !== undefined && check.body.ingester_id !== previous.ingester_id) check.fail('ingester_id', 'cannot change: a delivery flow belongs to its ingester');
-    if (!previous && ingesterId && !store.get('ingester', tenantId, ingesterId)) check.fail('ingester_id', `ingester ${ingesterId} does not exist`);
-    const destinationIds = check.stringArray('destination_ids') ?? (previous ? previous.destination_ids : undefined);
-    if (!destinationIds) check.fail('destination_ids', 'is required');
-    for (const [i, id] of (destinationIds ?? []).entries()) {
+    const check = validateBody<FlowBody>(previous ? 'updateDeliveryFlow' : 'createDeliveryFlow', body);
+    const b = check.body;
+    const ingesterId = previous ? previous.ingester_id : b.ingester_id;
+    // what a GET shows is accepted back, but a flow belongs to its ingester
+    if (previous && check.usable('ingester_id') && b.ingester_id !== undefined && b.ingester_id !== previous.ingester_id) check.fail('ingester_id', 'cannot change: a delivery flow belongs to its ingester');
+    if (!previous && check.usable('ingester_id') && !store.get('ingester', tenantId, ingesterId)) check.fail('ingester_id', `ingester ${ingesterId} does not exist`);
+    const destinationIds = check.usable('destination_ids') ? (b.destination_ids ?? previous!.destination_ids) : [];
+    for (const [i, id] of destinationIds.entries()) {
       if (!store.get('destination', tenantId, id)) check.fail(`destination_ids[${i}]`, `destination ${id} does not exist`);
     }
     check.done();
-    for (const id of [ingesterId!, ...destinationIds!]) requireResource(res, id);
-    checkFanout(store.list('flow', tenantId), ingesterId!, previous?.id, destinationIds!, maxFanout);
-    return { name: name!.trim(), ingesterId: ingesterId!, destinationIds: [...new Set(destinationIds!)] };
+    for (const id of [ingesterId, ...destinationIds]) requireResource(res, id);
+    checkFanout(store.list('flow', tenantId), ingesterId, previous?.id, destinationIds, maxFanout);
+    return { name: b.name.trim(), ingesterId, destinationIds: [...new Set(destinationIds)] };
   };
 
   router.get('/', requireScope('read:flows'), (req, res) => {

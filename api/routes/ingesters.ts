@@ -5,12 +5,11 @@ import { parseFilters } from '../../core/filters';
 import { checkQuota, DEFAULT_QUOTAS, type Quotas } from '../../core/quotas';
 import { newId } from '../../core/ids';
 import type { DeliveryFlow, Ingester, Provider } from '../../core/model';
-import { checkProviderConfig, SUPPORTED_PROVIDERS } from '../../core/providers';
+import { checkProviderConfig } from '../../core/providers';
 import type { ConfigStore } from '../../platform/config-store/config-store';
 import { authOf, requireResource, requireScope } from '../auth';
 import { pageOf } from '../paging';
-import { BodyChecker } from '../validation';
-import { bodyMembers } from '../openapi';
+import { validateBody, type BodyCheck } from '../validation';
 
 import { MASK, maskValue, SECRET_FIELDS } from '../../core/secrets/fields';
 
@@ -75,7 +74,15 @@ interface IngesterInput {
   flows: FlowInput[] | undefined;
 }
 
-/** What a create or update writes, and what a GET shows beside it (accepted, kept as the service sets it). */
+/** A body the IngesterCreate or IngesterUpdate schema accepted; what a GET shows beside it is accepted and left as the service sets it. */
+interface IngesterBody {
+  name: string;
+  provider?: Provider;
+  config?: Record<string, unknown>;
+  filters?: unknown[];
+  destination_ids?: string[];
+  delivery_flows?: { id?: string; name?: string; destination_ids: string[] }[];
+}
 
 /**
  * `delivery_flows` as a GET shows it: `[{id?, name?, destination_ids}]`. On a create every entry
@@ -83,76 +90,54 @@ interface IngesterInput {
  * entry with the id of one of this ingester's flows rewrites it, one without makes a new flow,
  * and the ingester's flows left out are deleted.
  */
-function readFlows(check: BodyChecker, store: ConfigStore, tenantId: string, ingesterName: string, previous?: Ingester): FlowInput[] | undefined {
-  const raw = check.body.delivery_flows;
-  if (raw === undefined || raw === null) return undefined;
-  if (!Array.isArray(raw)) {
-    check.fail('delivery_flows', 'must be an array of {name, destination_ids}');
-    return undefined;
-  }
+function readFlows(check: BodyCheck<IngesterBody>, store: ConfigStore, tenantId: string, ingesterName: string, previous?: Ingester): FlowInput[] | undefined {
+  const entries = check.body.delivery_flows;
+  if (entries === undefined) return undefined;
+  if (check.body.destination_ids !== undefined) check.fail('delivery_flows', 'give destination_ids or delivery_flows, not both');
+  if (!Array.isArray(entries)) return undefined;
   const flows: FlowInput[] = [];
   const seen = new Set<string>();
-  for (const [i, entry] of raw.entries()) {
+  for (const [i, e] of entries.entries()) {
     const at = `delivery_flows[${i}]`;
-    if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) {
-      check.fail(at, 'must be an object {name, destination_ids}');
-      continue;
-    }
-    const e = entry as Record<string, unknown>;
-    for (const k of Object.keys(e)) if (!bodyMembers('IngesterCreate', 'delivery_flows', '[]').includes(k)) check.fail(`${at}.${k}`, 'is not a member of a delivery flow');
     let id: string | undefined;
-    if (e.id !== undefined && e.id !== null) {
-      if (typeof e.id !== 'string') check.fail(`${at}.id`, 'must be a string');
-      else if (previous) {
-        const flow = store.get('flow', tenantId, e.id);
-        if (!flow || flow.ingester_id !== previous.id) check.fail(`${at}.id`, `is not a delivery flow of this ingester`);
-        else if (seen.has(e.id)) check.fail(`${at}.id`, 'appears twice');
-        else id = e.id;
-        seen.add(e.id);
-      }
+    if (previous && check.usable(`${at}.id`) && e.id !== undefined) {
+      const flow = store.get('flow', tenantId, e.id);
+      if (!flow || flow.ingester_id !== previous.id) check.fail(`${at}.id`, 'is not a delivery flow of this ingester');
+      else if (seen.has(e.id)) check.fail(`${at}.id`, 'appears twice');
+      else id = e.id;
+      seen.add(e.id);
     }
-    // a flow rewritten without a name keeps its own
-    let name = (id && store.get('flow', tenantId, id)?.name) || `${ingesterName} ${i === 0 ? 'default' : i + 1}`;
-    if (e.name !== undefined && e.name !== null) {
-      if (typeof e.name !== 'string' || e.name.trim() === '' || e.name.length > 200) check.fail(`${at}.name`, 'must be a non-empty string of at most 200 characters');
-      else name = e.name.trim();
-    }
-    const ids = e.destination_ids;
-    if (!Array.isArray(ids) || ids.some((x) => typeof x !== 'string')) {
-      check.fail(`${at}.destination_ids`, 'is required and must be an array of strings');
-      continue;
-    }
-    for (const [j, d] of (ids as string[]).entries()) {
+    if (!check.usable(`${at}.destination_ids`)) continue;
+    for (const [j, d] of e.destination_ids.entries()) {
       if (!store.get('destination', tenantId, d)) check.fail(`${at}.destination_ids[${j}]`, `destination ${d} does not exist`);
     }
-    flows.push({ id, name, destinationIds: [...new Set(ids as string[])] });
+    // a flow rewritten without a name keeps its own
+    const name = (check.usable(`${at}.name`) && e.name?.trim()) || (id && store.get('flow', tenantId, id)?.name) || `${ingesterName} ${i === 0 ? 'default' : i + 1}`;
+    flows.push({ id, name, destinationIds: [...new Set(e.destination_ids)] });
   }
-  if (check.body.destination_ids !== undefined && check.body.destination_ids !== null) check.fail('delivery_flows', 'give destination_ids or delivery_flows, not both');
   return flows;
 }
 
 /** Reads a create (all fields) or an update (name required, the rest kept from `previous`). */
 function readIngester(body: unknown, store: ConfigStore, res: Response, tenantId: string, previous?: Ingester): IngesterInput {
-  const check = new BodyChecker(body);
-  check.only(bodyMembers(previous ? 'IngesterUpdate' : 'IngesterCreate'));
-  const name = check.string('name', { required: true, max: 200 });
-  const provider = check.oneOf('provider', SUPPORTED_PROVIDERS, { required: !previous }) ?? previous?.provider;
-  const given = check.object('config');
-  const config = given ? (previous ? unmaskConfig(given, previous.config) : given) : previous?.config ?? {};
-  const destinationIds = check.stringArray('destination_ids');
-  for (const [i, id] of (destinationIds ?? []).entries()) {
-    if (!store.get('destination', tenantId, id)) check.fail(`destination_ids[${i}]`, `destination ${id} does not exist`);
+  const check = validateBody<IngesterBody>(previous ? 'updateIngester' : 'createIngester', body);
+  const b = check.body;
+  const provider = b.provider ?? previous?.provider;
+  const config = b.config ? (previous ? unmaskConfig(b.config, previous.config) : b.config) : previous?.config ?? {};
+  if (check.usable('destination_ids')) {
+    for (const [i, id] of (b.destination_ids ?? []).entries()) {
+      if (!store.get('destination', tenantId, id)) check.fail(`destination_ids[${i}]`, `destination ${id} does not exist`);
+    }
   }
-  const flows = readFlows(check, store, tenantId, (name ?? '').trim(), previous);
-  const rawFilters = check.body.filters;
-  const parsed = rawFilters === undefined ? { filters: previous?.filters ?? [], errors: [], refused: [] } : parseFilters(rawFilters);
+  const flows = readFlows(check, store, tenantId, check.usable('name') ? b.name.trim() : '', previous);
+  const parsed = b.filters === undefined || !check.usable('filters') ? { filters: previous?.filters ?? [], errors: [], refused: [] } : parseFilters(b.filters);
   for (const e of parsed.errors) check.fail(e.field, e.message);
-  if (provider) for (const p of checkProviderConfig(provider, config)) check.fail(p.field, p.message);
+  if (provider && check.usable('provider') && check.usable('config')) for (const p of checkProviderConfig(provider, config)) check.fail(p.field, p.message);
   check.done();
   // well-formed, but a pattern the regex engine cannot run: 422 once nothing is malformed
   if (parsed.refused.length > 0) throw unprocessable(parsed.refused);
-  for (const id of [...(destinationIds ?? []), ...(flows ?? []).flatMap((f) => f.destinationIds)]) requireResource(res, id);
-  return { name: name!.trim(), provider: provider!, config, filters: parsed.filters, destinationIds: destinationIds ? [...new Set(destinationIds)] : undefined, flows };
+  for (const id of [...(b.destination_ids ?? []), ...(flows ?? []).flatMap((f) => f.destinationIds)]) requireResource(res, id);
+  return { name: b.name.trim(), provider: provider!, config, filters: parsed.filters, destinationIds: b.destination_ids ? [...new Set(b.destination_ids)] : undefined, flows };
 }
 
 export function ingestersRouter(store: ConfigStore, publicBaseUrl: string, maxFanout: number, quotas: Quotas = DEFAULT_QUOTAS): Router {

@@ -6,8 +6,7 @@ import type { SavedPayload } from '../../core/model';
 import type { ConfigStore } from '../../platform/config-store/config-store';
 import { authOf, requireResource, requireScope } from '../auth';
 import { pageOf } from '../paging';
-import { BodyChecker } from '../validation';
-import { bodyMembers } from '../openapi';
+import { validateBody } from '../validation';
 
 /** Largest saved payload, as JSON text. */
 export const MAX_PAYLOAD_BYTES = 256 * 1024;
@@ -28,17 +27,14 @@ export function savedPayloadsRouter(store: ConfigStore, quotas: Quotas = DEFAULT
 
   router.post('/', requireScope('write:payloads'), async (req, res) => {
     const key = authOf(res);
-    const check = new BodyChecker(req.body);
-    // what a GET shows is accepted back; `id` and `created_at` are the service's own
-    check.only(bodyMembers('SavedPayloadCreate'));
-    const name = check.string('name', { required: true, max: 200 });
-    const payload = check.object('payload', { required: true });
+    const check = validateBody<{ name: string; payload: Record<string, unknown> }>('createSavedPayload', req.body);
     check.done();
+    const { name, payload } = check.body;
     if (Buffer.byteLength(JSON.stringify(payload)) > MAX_PAYLOAD_BYTES) {
       throw new AppError('payload-too-large', `a saved payload may be at most ${MAX_PAYLOAD_BYTES} bytes of JSON`);
     }
     checkQuota(store, key.tenant_id, 'saved_payloads', quotas);
-    const saved: SavedPayload = { kind: 'saved_payload', id: newId('savedPayload'), tenant_id: key.tenant_id, name: name!.trim(), payload: payload!, created_at: new Date().toISOString() };
+    const saved: SavedPayload = { kind: 'saved_payload', id: newId('savedPayload'), tenant_id: key.tenant_id, name: name.trim(), payload, created_at: new Date().toISOString() };
     await store.put(saved);
     res.status(201).location(`${req.baseUrl}/${saved.id}`).json(payloadView(saved));
   });

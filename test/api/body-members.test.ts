@@ -122,4 +122,29 @@ describe('request body members', () => {
     expect((await svc.api('GET', base(`ingesters/${b.body.id}`))).body.delivery_flows).toEqual([]);
     expect((await svc.api('GET', base(`ingesters/${a.body.id}`))).body.delivery_flows).toEqual(a.body.delivery_flows);
   });
+
+  it('names an unknown nested member by its path, a type mismatch by its field, and reports every problem of the body together', async () => {
+    const nested = await svc.api('POST', base('ingesters'), { name: 'members nested', provider: 'none', delivery_flows: [{ destination_ids: [dstA], colour: 'blue' }] });
+    expectProblem(nested, 400, 'validation-error', svc.config.errorBase);
+    expect(nested.body.errors).toEqual([{ field: 'delivery_flows[0].colour', message: 'is not a member of this body' }]);
+
+    const several = await svc.api('POST', base('destinations'), { url: 7, retry_schedule_ms: [0, -5], auth: { type: 'bearer' }, colour: 'blue' });
+    expectProblem(several, 400, 'validation-error', svc.config.errorBase);
+    expect(several.body.errors).toEqual(expect.arrayContaining([
+      { field: 'name', message: 'is required' },
+      { field: 'url', message: 'must be a string' },
+      { field: 'retry_schedule_ms', message: 'each item must be at least 0' },
+      { field: 'auth.token', message: 'is required' },
+      { field: 'colour', message: 'is not a member of this body' },
+    ]));
+    expect(several.body.errors).toHaveLength(5);
+
+    // the schema's problems and the route's own (an id that does not exist) in one answer
+    const mixed = await svc.api('POST', base('delivery-flows'), { name: 'members mixed', ingester_id: 'ing_missing', destination_ids: [dstA, 3] });
+    expectProblem(mixed, 400, 'validation-error', svc.config.errorBase);
+    expect(mixed.body.errors).toEqual([
+      { field: 'destination_ids[1]', message: 'must be a string' },
+      { field: 'ingester_id', message: 'ingester ing_missing does not exist' },
+    ]);
+  });
 });
