@@ -7,14 +7,15 @@
  *
  * Environment: FILL_DATA_DIR, FILL_DATABASE, FILL_ROWS, FILL_BATCH_ROWS, FILL_TENANT (the
  * tenant queried), FILL_TENANTS (rows spread round-robin over this many tenants), FILL_SAMPLES
- * (reads per round), FILL_ROUNDS (a p99 per round) and FILL_END (epoch ms the attempts end at;
- * default now).
+ * (reads per round), FILL_ROUNDS (a p99 per round), FILL_END (epoch ms the attempts end at;
+ * default now) and FILL_SINK_ROWS=1: insert every row the sink makes of an attempt (its log line
+ * and `delivered` transition besides the attempt, `outcomeRows`), in the sink's table order.
  */
 import type { ClickHouseClient } from '@clickhouse/client';
 import { openClickHouse } from '../platform/clickhouse/client';
 import { migrate } from '../platform/clickhouse/migrate';
-import { deliveryRow } from '../pipeline/sink/rows';
-import { INSERT_COLUMNS } from '../pipeline/sink/stage';
+import { deliveryRow, outcomeRows } from '../pipeline/sink/rows';
+import { INSERT_COLUMNS, SINK_TABLES } from '../pipeline/sink/stage';
 import { listDeliveriesSql } from '../platform/clickhouse/deliveries-list';
 import { outcomeGenerator } from './lib/synthetic';
 import { quantile, round, sleep, summary } from './lib/stats';
@@ -41,16 +42,30 @@ async function main(): Promise<void> {
   try {
     await migrate(client, database);
     const table = `${database}.deliveries`;
-    const columns = INSERT_COLUMNS.deliveries as [string, ...string[]] | undefined;
     const t0 = performance.now();
     let insertMs = 0;
+    const sinkRows = process.env.FILL_SINK_ROWS === '1';
     for (let from = 0; from < rows; from += batchRows) {
-      const values = [];
-      for (let i = from; i < Math.min(rows, from + batchRows); i++) values.push(deliveryRow(outcome(i)));
+      const end = Math.min(rows, from + batchRows);
+      const byTable = new Map<string, Record<string, unknown>[]>([['deliveries', []]]);
+      for (let i = from; i < end; i++) {
+        const o = outcome(i);
+        if (!sinkRows) {
+          byTable.get('deliveries')!.push(deliveryRow(o));
+          continue;
+        }
+        for (const [t, row] of Object.entries(outcomeRows(o))) {
+          if (!byTable.has(t)) byTable.set(t, []);
+          byTable.get(t)!.push(row);
+        }
+      }
       const t = performance.now();
-      await client.insert({ table, values, format: 'JSONEachRow', columns });
+      for (const name of SINK_TABLES) {
+        const values = byTable.get(name);
+        if (values) await client.insert({ table: `${database}.${name}`, values, format: 'JSONEachRow', columns: INSERT_COLUMNS[name] as [string, ...string[]] | undefined });
+      }
       insertMs += performance.now() - t;
-      if (((from / batchRows) | 0) % 10 === 9) process.stdout.write(`filled ${from + values.length} of ${rows} rows\n`);
+      if (((from / batchRows) | 0) % 10 === 9) process.stdout.write(`filled ${end} of ${rows} rows\n`);
     }
     const fillMs = performance.now() - t0;
 

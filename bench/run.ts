@@ -947,7 +947,7 @@ async function scenarioSink(ctx: Ctx): Promise<void> {
     // the baseline: the same rows, the bare client, the sink's batch size
     const rawDir = path.join(ctx.root, `sink-raw-${rep}`);
     mkdirSync(rawDir, { recursive: true });
-    const fill = spawnScript('clickhouse insert baseline', 'bench/fill-clickhouse.ts', [], { ...process.env, FILL_DATA_DIR: rawDir, FILL_DATABASE: 'hookline', FILL_ROWS: String(n), FILL_BATCH_ROWS: String(batch), FILL_TENANT: 'demo', FILL_TENANTS: '1', FILL_SAMPLES: '5', FILL_ROUNDS: '1', FILL_END: String(end) }, path.join(ctx.root, `sink-raw-${rep}.log`));
+    const fill = spawnScript('clickhouse insert baseline', 'bench/fill-clickhouse.ts', [], { ...process.env, FILL_DATA_DIR: rawDir, FILL_DATABASE: 'hookline', FILL_ROWS: String(n), FILL_BATCH_ROWS: String(Math.ceil(batch / 2)), FILL_TENANT: 'demo', FILL_TENANTS: '1', FILL_SAMPLES: '5', FILL_ROUNDS: '1', FILL_END: String(end), FILL_SINK_ROWS: '1' }, path.join(ctx.root, `sink-raw-${rep}.log`));
     const exit = await fill.exited;
     await fill.stop(1_000);
     if (exit.code !== 0) throw new Error(`the insert baseline failed (${exit.code ?? exit.signal}): ${tail(fill.logFile, 2000)}`);
@@ -1013,7 +1013,7 @@ async function scenarioSink(ctx: Ctx): Promise<void> {
     unit: 'rows/s',
     values: sinkRates,
     baseline: { name: '@clickhouse/client inserts of the same rows', values: rawRates, unit: 'rows/s' },
-    notes: `${n.toLocaleString('en-US')} DeliveryOutcome records (synthetic attempts, the query scenario's shape) produced onto deliveries.completed before a service running STAGES=api,sink starts; the sink reads them (Avro), builds the rows and inserts them into the embedded engine (SINK_BATCH_ROWS ${batch}, JSONEachRow), committing offsets after each insert; rows/s from its first commit to its last (committed offsets sampled every 50 ms). Baseline: the same rows (the same generator and end time) inserted by the bare @clickhouse/client in batches of ${batch} into a fresh embedded engine in a process of its own, insert time only. Alternating, a fresh topic prefix and data dir each repetition. CPU per row over the sink's window (us, median): ${partsText(medianParts(cpuParts))}. Target (this suite's own): ratio = value / baseline >= 0.5.`,
+    notes: `${n.toLocaleString('en-US')} DeliveryOutcome records (synthetic attempts, the query scenario's shape) produced onto deliveries.completed before a service running STAGES=api,sink starts; the sink reads them (Avro), builds the rows and inserts them into the embedded engine (SINK_BATCH_ROWS ${batch}, JSONEachRow), committing offsets after each insert; rows/s from its first commit to its last (committed offsets sampled every 50 ms). Baseline: the same rows (the same generator and end time; per attempt the rows the sink makes of it: the attempt, its log line and, when delivered, its transition) inserted by the bare @clickhouse/client in batches of ${Math.ceil(batch / 2)} attempts (the sink counts an attempt as two rows toward SINK_BATCH_ROWS), table by table in the sink's order, into a fresh embedded engine in a process of its own, insert time only; both count attempts per second. Alternating, a fresh topic prefix and data dir each repetition. CPU per row over the sink's window (us, median): ${partsText(medianParts(cpuParts))}. Target (this suite's own): ratio = value / baseline >= 0.5.`,
     details: { per_rep: { sink: sinkRates.map((x) => Math.round(x)), bare_insert: rawRates.map((x) => Math.round(x)) }, cpu_us_per_row_median: medianParts(cpuParts) },
   });
 }

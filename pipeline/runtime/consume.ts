@@ -79,8 +79,11 @@ export interface Consuming {
 export interface ConsumeOptions {
   /** The stage's name: its consumer group is `<groupPrefix><name>`, and its dead letters name it. */
   name: string;
-  /** The topics read, each with the record its values decode as. */
-  inputs: readonly { topic: string; record: RecordName }[];
+  /**
+   * The topics read, each with the record its values decode as; with `fields`, only those
+   * fields are decoded (the rest skipped over, not built).
+   */
+  inputs: readonly { topic: string; record: RecordName; fields?: readonly string[] }[];
   /** Partitions whose batches are handled at once. */
   partitionsConsumedConcurrently: number;
   consumer?: Partial<ConsumerConfig>;
@@ -120,7 +123,9 @@ function byTopic(encoded: readonly EncodedOutput[]): { topic: string; messages: 
  */
 export async function consume(deps: RunnerDeps, options: ConsumeOptions, handle: (batch: ConsumedBatch, consuming: Consuming) => Promise<void>): Promise<RunningStage & { consuming: Consuming }> {
   const log = deps.log.child({ stage: options.name });
-  const recordOf = new Map(options.inputs.map((i) => [i.topic, i.record]));
+  const decoderOf = new Map(
+    options.inputs.map((i) => [i.topic, { record: i.record, decode: i.fields ? deps.codec.projection(i.record, i.fields as never[]) : (b: Buffer) => deps.codec.decode(i.record, b) }]),
+  );
   let stopped = false;
   let inHand = 0;
   const consumer: Consumer = deps.kafka.consumer({
@@ -157,7 +162,7 @@ export async function consume(deps: RunnerDeps, options: ConsumeOptions, handle:
   };
 
   const batchOf = ({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload): ConsumedBatch => {
-    const record = recordOf.get(batch.topic)!;
+    const { record, decode } = decoderOf.get(batch.topic)!;
     return {
       topic: batch.topic,
       partition: batch.partition,
@@ -169,7 +174,7 @@ export async function consume(deps: RunnerDeps, options: ConsumeOptions, handle:
       heartbeat,
       async decode<N extends RecordName>(message: KafkaMessage & { value: Buffer }): Promise<Decoded<N>> {
         try {
-          return { value: (await deps.codec.decode(record, message.value)) as RecordTypes[N] };
+          return { value: (await decode(message.value)) as RecordTypes[N] };
         } catch (err) {
           if (!(err instanceof UndecodableRecordError)) throw err;
           const letter = () => {

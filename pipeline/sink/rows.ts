@@ -59,7 +59,7 @@ export function receivedRow(e: WebhookEvent) {
  * The `validated` or `filtered` transition of an event: the stage's output record on
  * webhooks.validated or webhooks.filtered is the record of that state, at its Kafka time.
  */
-export function stateRow(e: WebhookEvent, state: 'validated' | 'filtered', at: number) {
+export function stateRow(e: Pick<WebhookEvent, 'event_id' | 'tenant_id' | 'ingester_id' | 'correlation_id'>, state: 'validated' | 'filtered', at: number) {
   return transitionRow({ event_id: e.event_id, tenant_id: e.tenant_id, ingester_id: e.ingester_id, correlation_id: e.correlation_id, state, at, reason: null, delivery_id: null, destination_id: null });
 }
 
@@ -119,6 +119,14 @@ export function deliveryRow(o: DeliveryOutcome) {
     body_sha256: o.body_sha256,
     next_attempt_at: o.next_attempt_at === null ? null : chTime(o.next_attempt_at),
   };
+}
+
+/**
+ * Every row one delivery attempt's outcome makes: the attempt, its log line and, when it
+ * delivered, the event's `delivered` transition.
+ */
+export function outcomeRows(o: DeliveryOutcome): { deliveries: ReturnType<typeof deliveryRow>; logs: ReturnType<typeof outcomeLogRow>; event_transitions?: ReturnType<typeof deliveredRow> } {
+  return { deliveries: deliveryRow(o), logs: outcomeLogRow(o), ...(o.status === 'delivered' ? { event_transitions: deliveredRow(o) } : {}) };
 }
 
 /** The rows of one sealed evidence batch, per table. */

@@ -2,7 +2,7 @@ import { errorMessage } from '../../core/log';
 import { consumerSpec, type Topics } from '../../core/topics';
 import type { DeliveryOutcome, EventTransition, EvidenceBatch, LogEntry, RecordName, WebhookEvent } from '../../platform/avro/records';
 import { consume, type ConsumedBatch, type Consuming, type RunnerDeps, type RunningStage } from '../runtime/consume';
-import { ackedRow, deliveredRow, deliveryRow, eventRow, evidenceRows, logRow, outcomeLogRow, receivedRow, stateRow, transitionRow } from './rows';
+import { ackedRow, eventRow, evidenceRows, logRow, outcomeRows, receivedRow, stateRow, transitionRow } from './rows';
 
 /**
  * The tables the sink fills, in the order a flush inserts them: a checkpoint row goes in only
@@ -46,7 +46,12 @@ interface SinkInput {
   table: SinkTable;
   /** Set for the stages' event outputs: each record is the record of this state, at its Kafka time. */
   state?: 'validated' | 'filtered';
+  /** The fields its rows need, when not the whole record. */
+  fields?: readonly string[];
 }
+
+/** What a state row needs of an event record: its body and headers are skipped, not decoded. */
+const STATE_FIELDS = ['event_id', 'tenant_id', 'ingester_id', 'correlation_id'] as const;
 
 /**
  * Copies events, transitions, delivery attempts, logs and the sealed evidence log into
@@ -58,8 +63,8 @@ interface SinkInput {
 export async function runSink(topics: Topics, writer: RowWriter, deps: RunnerDeps, options: SinkOptions): Promise<RunningStage> {
   const tableOf = new Map<string, SinkInput>([
     [topics.received, { record: 'WebhookEvent', table: 'events' }],
-    [topics.validated, { record: 'WebhookEvent', table: 'event_transitions', state: 'validated' }],
-    [topics.filtered, { record: 'WebhookEvent', table: 'event_transitions', state: 'filtered' }],
+    [topics.validated, { record: 'WebhookEvent', table: 'event_transitions', state: 'validated', fields: STATE_FIELDS }],
+    [topics.filtered, { record: 'WebhookEvent', table: 'event_transitions', state: 'filtered', fields: STATE_FIELDS }],
     [topics.transitions, { record: 'EventTransition', table: 'event_transitions' }],
     [topics.deliveryCompleted, { record: 'DeliveryOutcome', table: 'deliveries' }],
     [topics.logs, { record: 'LogEntry', table: 'logs' }],
@@ -135,10 +140,10 @@ export async function runSink(topics: Topics, writer: RowWriter, deps: RunnerDep
           rows.push(input.state ? stateRow(value as WebhookEvent, input.state, times[i]!) : transitionRow(value as EventTransition));
           break;
         case 'deliveries': {
-          const outcome = value as DeliveryOutcome;
-          rows.push(deliveryRow(outcome));
-          if (outcome.status === 'delivered') rowsOf('event_transitions').push(deliveredRow(outcome));
-          rowsOf('logs').push(outcomeLogRow(outcome));
+          const made = outcomeRows(value as DeliveryOutcome);
+          rows.push(made.deliveries);
+          rowsOf('logs').push(made.logs);
+          if (made.event_transitions) rowsOf('event_transitions').push(made.event_transitions);
           buffer.count += 1;
           break;
         }
