@@ -403,7 +403,7 @@ export const SETTINGS: SettingDoc[] = [
   { env: 'CLICKHOUSE_USER', default: 'default', unit: 'string', description: 'ClickHouse user (server only).' },
   { env: 'CLICKHOUSE_PASSWORD', default: '(empty)', unit: 'string', description: 'ClickHouse password (server only).' },
   { env: 'CLICKHOUSE_DATABASE', default: 'hookline', unit: 'identifier', description: 'Database holding the query tables; created and migrated at start.' },
-  { env: 'STAGES', default: 'all', unit: 'list', description: 'Stages this process runs: all, or a comma list of api, validate, filter, route, deliver, retry, evidence, sink. `--stage <name>` on the command line overrides it.' },
+  { env: 'STAGES', default: 'all', unit: 'list', description: 'Stages this process runs: all, or a comma list of api, validate, filter, route, deliver, retry, evidence, sink (validate, filter and route run as one: naming any runs the three). `--stage <name>` on the command line overrides it.' },
   { env: 'INGEST_MAX_BODY_BYTES', default: '1048576', unit: 'bytes', description: 'Largest webhook body a Hook URL accepts; larger gets 413.' },
   { env: 'FILTER_MAX_BODY_BYTES', default: '262144', unit: 'bytes', description: 'Largest body a filter body rule reads. An event whose body rules need a larger body is not filtered: it goes to `events.dlq` with the reason (`failed`, `dlq_queued`).' },
   { env: 'FILTER_MAX_JSON_DEPTH', default: '32', unit: 'levels', description: 'Deepest nesting of JSON arrays and objects a filter body rule reads; a deeper body goes to `events.dlq` like a larger one.' },

@@ -58,6 +58,11 @@ export interface ConsumerSpec {
   reads: string[];
   /** Topics its outputs may go to; the runner refuses any other. */
   writes: string[];
+  /**
+   * Set when the stage runs inside that consumer's group, handed its input straight from the
+   * stage before it (chainStages) rather than reading it back from its topic: no group of its own.
+   */
+  within?: ConsumerName;
 }
 
 /**
@@ -69,8 +74,10 @@ export function consumers(topics: Topics): ConsumerSpec[] {
   const tiers = topics.retryTiers.map((t) => t.topic);
   return [
     { name: 'validate', stage: 'validate', reads: [topics.received], writes: [topics.validated, topics.transitions, topics.eventsDlq] },
-    { name: 'filter', stage: 'filter', reads: [topics.validated], writes: [topics.filtered, topics.transitions, topics.eventsDlq] },
-    { name: 'route', stage: 'route', reads: [topics.filtered], writes: [topics.deliveryRequested, topics.eventsDlq] },
+    // filter and route run in validate's group: each validated event goes on to them in the same
+    // pass, and its validated and filtered records are still written, one per state
+    { name: 'filter', stage: 'filter', reads: [topics.validated], writes: [topics.filtered, topics.transitions, topics.eventsDlq], within: 'validate' },
+    { name: 'route', stage: 'route', reads: [topics.filtered], writes: [topics.deliveryRequested, topics.eventsDlq], within: 'validate' },
     { name: 'deliver', stage: 'deliver', reads: [topics.deliveryRequested], writes: [topics.deliveryCompleted, topics.transitions, topics.deliveryDlq, ...tiers, topics.eventsDlq] },
     { name: 'retry', stage: 'retry', reads: tiers, writes: [topics.deliveryRequested, ...tiers, topics.eventsDlq] },
     // one member of the group reads every partition (pipeline/evidence/one-owner.ts): the log has one writer
@@ -80,6 +87,11 @@ export function consumers(topics: Topics): ConsumerSpec[] {
     // from those records, so only the other states travel on events.transitions
     { name: 'sink', stage: 'sink', reads: [topics.received, topics.validated, topics.filtered, topics.transitions, topics.deliveryCompleted, topics.logs, topics.evidenceLeaves], writes: [] },
   ];
+}
+
+/** The consumers with a group of their own: what the live checks measure lag and members of. */
+export function consumerGroups(topics: Topics): ConsumerSpec[] {
+  return consumers(topics).filter((c) => !c.within);
 }
 
 export function consumerSpec(topics: Topics, name: ConsumerName): ConsumerSpec {

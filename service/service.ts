@@ -37,7 +37,8 @@ import type { DeliveryTask } from '../platform/avro/records';
 import { filterStage } from '../pipeline/filter/stage';
 import { hookFastPath, ingestRouter, type IngestDeps } from '../pipeline/ingest/router';
 import { routeStage } from '../pipeline/route/stage';
-import { runStage, type RunnerDeps, type RunningStage } from '../pipeline/runtime/run-stage';
+import { finishBacklog, runStage, type RunnerDeps, type RunningStage } from '../pipeline/runtime/run-stage';
+import { chainStages } from '../pipeline/runtime/stage';
 import { runEvidenceSequencer } from '../pipeline/evidence/sequencer';
 import { loadEvidenceSigner } from '../platform/evidence/signing-key';
 import { loadKeyring } from '../platform/secrets/keyring-source';
@@ -227,9 +228,18 @@ export async function startService(config: Config, log = new Logger(config.logLe
     cleanups.push(() => Promise.all(running.map((s) => s.stop())));
     const has = (stage: StageName) => config.stages.includes(stage);
     const starting: Promise<RunningStage>[] = [];
-    if (has('validate')) starting.push(runStage(validateStage(topics, store), runnerDeps));
-    if (has('filter')) starting.push(runStage(filterStage(topics, store, config.filterLimits), runnerDeps));
-    if (has('route')) starting.push(runStage(routeStage(topics, store, config.maxFanout), runnerDeps));
+    if (has('validate') || has('filter') || has('route')) {
+      const filter = filterStage(topics, store, config.filterLimits);
+      const route = routeStage(topics, store, config.maxFanout);
+      // the filter and route groups of a deployment that ran them on their own finish what they
+      // had left (route's first: the filter group's leftovers are routed in the same pass) and
+      // stop; their ends are read before the chain writes anything
+      for (const leftover of [route, chainStages(filter, route)]) {
+        const finishing = await finishBacklog(leftover, runnerDeps);
+        if (finishing) running.push(finishing);
+      }
+      starting.push(runStage(chainStages(validateStage(topics, store), filter, route), runnerDeps));
+    }
     if (has('deliver')) {
       board.start((err) => log.debug('breaker board heartbeat failed', { error: errorMessage(err) }));
       cleanups.push(() => board.stop());

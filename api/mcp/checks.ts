@@ -8,7 +8,7 @@ import { withTimeout } from '../../core/timeout';
 import { verifyConsistency } from '../../core/merkle';
 import { CAPABILITIES, PLANES, RUNTIME_PROOFS, TRUST_PROOFS, type PlaneName, type ProofId, type ProofSpec, type ProofStatus } from '../../core/proof-catalogue';
 import { openNote, parseCheckpoint, parseVerifierKey, type NoteSigner } from '../../core/signed-note';
-import { consumers, consumerSpec, groupIdOf, type Topics } from '../../core/topics';
+import { consumerGroups, consumerSpec, groupIdOf, type Topics } from '../../core/topics';
 import type { ConfigStore } from '../../platform/config-store/config-store';
 import type { EvidenceStore } from '../../platform/evidence/store';
 import { consumerLag, type TopicLag } from '../../platform/kafka/lag';
@@ -94,7 +94,7 @@ export function worst(statuses: ProofStatus[]): ProofStatus {
 }
 
 /** The consumers whose lag the stage check reads: all but the sink and the delay tiers, which have checks of their own. */
-const STAGE_INPUTS = (t: Topics): [string, string[]][] => consumers(t).filter((c) => c.name !== 'sink' && c.name !== 'retry').map((c) => [c.name, c.reads]);
+const STAGE_INPUTS = (t: Topics): [string, string[]][] => consumerGroups(t).filter((c) => c.name !== 'sink' && c.name !== 'retry').map((c) => [c.name, c.reads]);
 const TABLES = ['events', 'event_transitions', 'deliveries', 'logs', 'evidence_leaves', 'evidence_nodes', 'evidence_checkpoints'];
 /** Longest a retry-tier sample is kept, and the fewest seconds between two samples. */
 const SAMPLE_SPACING_MS = 5_000;

@@ -100,15 +100,16 @@ export interface EncodedOutput {
   topic: string;
   key: string;
   value: Buffer;
+  headers?: Record<string, string>;
 }
 
 /** Outputs grouped by topic, as one Kafka request carries them. */
-function byTopic(encoded: readonly EncodedOutput[]): { topic: string; messages: { key: string; value: Buffer }[] }[] {
-  const groups = new Map<string, { key: string; value: Buffer }[]>();
-  for (const { topic, key, value } of encoded) {
+function byTopic(encoded: readonly EncodedOutput[]): { topic: string; messages: Omit<EncodedOutput, 'topic'>[] }[] {
+  const groups = new Map<string, Omit<EncodedOutput, 'topic'>[]>();
+  for (const { topic, ...message } of encoded) {
     let list = groups.get(topic);
     if (!list) groups.set(topic, (list = []));
-    list.push({ key, value });
+    list.push(message);
   }
   return [...groups].map(([topic, messages]) => ({ topic, messages }));
 }
@@ -155,7 +156,7 @@ export async function consume(deps: RunnerDeps, options: ConsumeOptions, handle:
     pause: (topic, partition) => consumer.pause([partition === undefined ? { topic } : { topic, partitions: [partition] }]),
     resume: (topic, partition) => consumer.resume([{ topic, partitions: [partition] }]),
     seek: (topic, partition, offset) => consumer.seek({ topic, partition, offset: offset.toString() }),
-    encode: (outputs) => Promise.all(outputs.map(async (o) => ({ topic: o.topic, key: o.key, value: await deps.codec.encode(o.topic, o.record, o.value as never) }))),
+    encode: (outputs) => Promise.all(outputs.map(async (o) => ({ topic: o.topic, key: o.key, value: await deps.codec.encode(o.topic, o.record, o.value as never), ...(o.headers ? { headers: o.headers } : {}) }))),
     async send(encoded) {
       if (encoded.length > 0) await deps.outputs.send(byTopic(encoded));
     },
@@ -206,17 +207,20 @@ export async function consume(deps: RunnerDeps, options: ConsumeOptions, handle:
     },
   });
   log.debug('stage started', { inputs: options.inputs.map((i) => i.topic) });
+  const leave = async () => {
+    stopped = true;
+    for (const { topic } of options.inputs) consumer.pause([{ topic }]);
+    const deadline = Date.now() + 20_000;
+    while ((inHand > 0 || options.busy?.()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    await options.beforeLeave?.().catch((err: unknown) => log.error('final flush failed; its records will be consumed again', { error: errorMessage(err) }));
+    await commits.flush();
+    await consumer.disconnect();
+  };
+  let stopping: Promise<void> | undefined;
   return {
     name: options.name,
     consuming,
-    async stop() {
-      stopped = true;
-      for (const { topic } of options.inputs) consumer.pause([{ topic }]);
-      const deadline = Date.now() + 20_000;
-      while ((inHand > 0 || options.busy?.()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-      await options.beforeLeave?.().catch((err: unknown) => log.error('final flush failed; its records will be consumed again', { error: errorMessage(err) }));
-      await commits.flush();
-      await consumer.disconnect();
-    },
+    // a stage may be stopped by its owner and by the process at once
+    stop: () => (stopping ??= leave()),
   };
 }

@@ -1,7 +1,9 @@
 import { errorMessage } from '../../core/log';
+import { groupIdOf } from '../../core/topics';
+import { consumerLag } from '../../platform/kafka/lag';
 import { poisonLetter } from '../dead-letter';
 import { consume, type ConsumedBatch, type Consuming, type EncodedOutput, type RunnerDeps, type RunningStage } from './consume';
-import { checkWrites, type RecordStage, type Stage, type StageContext } from './stage';
+import { CHAINED_HEADER, checkWrites, type RecordStage, type Stage, type StageContext } from './stage';
 
 export type { RunnerDeps, RunningStage } from './consume';
 
@@ -66,21 +68,81 @@ async function mapInOrder<T, R>(items: T[], limit: number, fn: (item: T) => Prom
  * in input order), all outputs are produced in one request, and only once Kafka has acknowledged
  * them is the batch's offset committed (at-least-once). A record that does not decode, or whose
  * handler keeps failing, becomes a dead letter and the partition goes on; a failure to produce
- * fails the batch, which is fetched again after backoff.
+ * fails the batch, which is fetched again after backoff. With `until` (the next offset per
+ * partition), records from there on are left alone and their partition is paused, and records a
+ * chain already handed on to this stage (CHAINED_HEADER) are passed over.
  */
-export async function runStage(stage: Stage, deps: RunnerDeps): Promise<RunningStage> {
+export async function runStage(stage: Stage, deps: RunnerDeps, until?: ReadonlyMap<number, bigint>): Promise<RunningStage> {
   const recordStage = stage as RecordStage;
   return consume(deps, { name: stage.name, inputs: [stage.input], partitionsConsumedConcurrently: 4 }, async (batch, consuming) => {
-    const messages = batch.messages.filter((m): m is typeof m & { value: Buffer } => m.value !== null);
+    const end = until ? (until.get(batch.partition) ?? 0n) : undefined;
+    const inRange = end === undefined ? batch.messages : batch.messages.filter((m) => BigInt(m.offset) < end);
+    if (inRange.length < batch.messages.length) consuming.pause(batch.topic, batch.partition);
+    if (inRange.length === 0) return;
+    const last = inRange[inRange.length - 1]!.offset;
+    const messages = inRange.filter((m): m is typeof m & { value: Buffer } => m.value !== null && !(until && m.headers?.[CHAINED_HEADER] !== undefined));
     const outputs = await mapInOrder(messages, recordStage.concurrency ?? 16, async (message) => {
       const decoded = await batch.decode(message);
       if (decoded.undecodable !== undefined) return consuming.encode([decoded.letter()]);
       return handleRecord(recordStage, deps, consuming, decoded.value, contextOf(batch, consuming, message));
     });
     await consuming.send(outputs.flat());
-    consuming.scheduleCommit(batch.topic, batch.partition, BigInt(batch.lastOffset()) + 1n);
+    consuming.scheduleCommit(batch.topic, batch.partition, BigInt(last) + 1n);
     // the fetch position follows resolved offsets, not committed ones
-    batch.resolve(batch.lastOffset());
+    batch.resolve(last);
     await batch.heartbeat();
   });
+}
+
+/**
+ * Finishes the backlog of a consumer group whose work has moved elsewhere: the records its
+ * group committed on but had not handled when called are handled by `stage` in that group, which
+ * then stops by itself once the group's commits reach the ends read at the call, whichever
+ * process of the group made them, and deletes the group, so that no later start finds a backlog
+ * again. Records a chain handled in the stage's place (CHAINED_HEADER) are passed over: a start
+ * that finds the group still there after a crash goes through them without handling them again.
+ * Partitions the group never committed on hold no backlog of it. Nothing to finish: undefined.
+ */
+export async function finishBacklog(stage: Stage, deps: RunnerDeps, pollMs = 1_000): Promise<RunningStage | undefined> {
+  const groupId = groupIdOf(deps.groupPrefix, stage.name);
+  const admin = deps.kafka.admin();
+  await admin.connect();
+  const partitions = async () => (await consumerLag(admin, groupId, [stage.input.topic]))[0]!.partitions;
+  let left;
+  try {
+    const all = await partitions();
+    left = all.filter((p) => p.committed !== null && p.committed < p.end);
+    // a group that had finished when its work moved: nothing to do, and nothing for later starts
+    if (left.length === 0 && all.some((p) => p.committed !== null)) await admin.deleteGroups([groupId]).catch(() => undefined);
+  } catch (err) {
+    await admin.disconnect();
+    throw err;
+  }
+  if (left.length === 0) {
+    await admin.disconnect();
+    return undefined;
+  }
+  const ends = new Map(left.map((p) => [p.partition, BigInt(p.end)]));
+  deps.log.info('finishing the backlog of a group whose work moved into another stage', { group: groupId, records: left.reduce((n, p) => n + p.end - p.committed!, 0) });
+  const running = await runStage(stage, deps, ends);
+  let stopping: Promise<void> | undefined;
+  const stop = () => (stopping ??= running.stop().finally(() => admin.disconnect()));
+  void (async () => {
+    while (!stopping) {
+      await new Promise((r) => setTimeout(r, pollMs));
+      try {
+        const now = await partitions();
+        if (now.every((p) => !ends.has(p.partition) || BigInt(p.committed ?? 0) >= ends.get(p.partition)!)) {
+          deps.log.info('backlog finished', { group: groupId });
+          await running.stop();
+          // another process of the group still leaving keeps it; the last one deletes it
+          await admin.deleteGroups([groupId]).catch(() => undefined);
+          await stop();
+        }
+      } catch (err) {
+        if (!stopping) deps.log.warn('backlog progress not read; trying again', { group: groupId, error: errorMessage(err) });
+      }
+    }
+  })();
+  return { name: stage.name, stop };
 }

@@ -7,7 +7,14 @@ export interface Output<N extends RecordName = RecordName> {
   key: string;
   record: N;
   value: RecordTypes[N];
+  headers?: Record<string, string>;
 }
+
+/**
+ * The header of a record a chain handed on to the next stage itself: a consumer that reads the
+ * record back in that stage's place leaves it alone (it has been handled).
+ */
+export const CHAINED_HEADER = 'hookline-chained';
 
 export type AnyOutput = { [N in RecordName]: Output<N> }[RecordName];
 
@@ -52,3 +59,46 @@ export function checkWrites(stage: { name: string; writes?: readonly string[] },
 }
 
 export type Stage = RecordStage<'WebhookEvent'> | RecordStage<'DeliveryTask'> | RecordStage<'DeliveryOutcome'>;
+
+/**
+ * Stages that follow one another run as one: each record of the first stage's input goes
+ * through the first handler, and every output bound for the next stage's input topic also goes
+ * straight into the next handler, and so on. Every output is still written, so each state keeps
+ * its record on its topic; what is saved is reading those records back (a consume, a decode and
+ * a batch) between stages of the same process. The chain takes the first stage's name, group
+ * and input; a downstream handler logs under its own name and sees the chain's input record as
+ * its source (a dead letter it writes carries the bytes as they were received).
+ */
+export function chainStages<N extends RecordName>(first: RecordStage<N>, ...rest: RecordStage<N>[]): RecordStage<N> {
+  const stages = [first, ...rest];
+  return {
+    kind: 'record',
+    name: first.name,
+    input: first.input,
+    writes: first.writes && rest.every((s) => s.writes) ? [...new Set(stages.flatMap((s) => s.writes!))] : undefined,
+    concurrency: first.concurrency,
+    attempts: first.attempts,
+    async handle(value, ctx) {
+      const outputs: AnyOutput[] = [];
+      let inputs: RecordTypes[N][] = [value];
+      for (let i = 0; i < stages.length && inputs.length > 0; i++) {
+        const next = stages[i + 1];
+        const passed: RecordTypes[N][] = [];
+        // a chained stage logs under its own name
+        const stageCtx = i === 0 ? ctx : { ...ctx, log: ctx.log.child({ stage: stages[i]!.name }) };
+        for (const input of inputs) {
+          const produced = await stages[i]!.handle(input, stageCtx);
+          checkWrites(stages[i]!, produced);
+          for (const o of produced) {
+            if (next && o.topic === next.input.topic) {
+              passed.push(o.value as RecordTypes[N]);
+              outputs.push({ ...o, headers: { ...o.headers, [CHAINED_HEADER]: next.name } });
+            } else outputs.push(o);
+          }
+        }
+        inputs = passed;
+      }
+      return outputs;
+    },
+  };
+}

@@ -293,7 +293,8 @@ describe('MCP endpoint', () => {
     expect(healthy['PROOF-001'].observed.routed).toBeGreaterThanOrEqual(1);
     expect(healthy['PROOF-005'].observed.consistent ?? true).toBe(true);
     expect(healthy['PROOF-006'].observed.missing).toEqual([]);
-    expect(Object.keys(healthy['PROOF-002'].observed.stages)).toEqual(['validate', 'filter', 'route', 'deliver', 'evidence-sequencer']);
+    // filter and route run inside validate's group, which has no others
+    expect(Object.keys(healthy['PROOF-002'].observed.stages)).toEqual(['validate', 'deliver', 'evidence-sequencer']);
     expect(['pass', 'unknown']).toContain(healthy['PROOF-010'].status);
     const filtered = await ok('list_runtime_proofs', { ids: ['PROOF-007'] });
     expect(filtered.proofs.map((p: Json) => p.id)).toEqual(['PROOF-007']);

@@ -39,11 +39,12 @@ describe('filter stage dead letters', () => {
       }
       return found.size === eventIds.length ? found : undefined;
     });
-    const validated = await readTopic(svc.service.kafka, svc.service.topics.validated);
+    // filter runs chained after validate: its input record is the webhook as received
+    const received = await readTopic(svc.service.kafka, svc.service.topics.received);
     const out = new Map<string, { letter: DeadLetter; source: RawRecord }>();
     for (const [id, letter] of letters) {
-      const source = validated.find((r) => r.partition === letter.source_partition && r.offset === String(letter.source_offset));
-      if (!source) throw new Error(`no record at ${letter.source_partition}/${letter.source_offset} of webhooks.validated`);
+      const source = received.find((r) => r.partition === letter.source_partition && r.offset === String(letter.source_offset));
+      if (!source) throw new Error(`no record at ${letter.source_partition}/${letter.source_offset} of webhooks.received`);
       out.set(id, { letter, source });
     }
     return out;
@@ -77,7 +78,7 @@ describe('filter stage dead letters', () => {
     const letters = await deadLettersOf([largeId, deepId]);
     for (const [id, body, reason] of [[largeId, large, largeReason], [deepId, deep, deepReason]] as const) {
       const { letter, source } = letters.get(id)!;
-      expect(letter).toMatchObject({ stage: 'filter', reason, source_topic: svc.service.topics.validated, tenant_id: svc.tenantId, event_id: id });
+      expect(letter).toMatchObject({ stage: 'filter', reason, source_topic: svc.service.topics.received, tenant_id: svc.tenantId, event_id: id });
       expect(letter.at).toBeGreaterThan(Date.now() - 120_000);
       // the exact bytes and key consumed, which still decode to the event as it arrived
       expect(letter.value.equals(source.value!)).toBe(true);

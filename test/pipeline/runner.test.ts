@@ -4,8 +4,8 @@ import { AvroCodec } from '../../platform/avro/codec';
 import type { WebhookEvent } from '../../platform/avro/records';
 import { BatchingProducer } from '../../platform/kafka/batching-producer';
 import { createKafka, createProducer, ensureTopics } from '../../platform/kafka/client';
-import { runStage, type RunnerDeps, type RunningStage } from '../../pipeline/runtime/run-stage';
-import type { RecordStage } from '../../pipeline/runtime/stage';
+import { finishBacklog, runStage, type RunnerDeps, type RunningStage } from '../../pipeline/runtime/run-stage';
+import { CHAINED_HEADER, type RecordStage } from '../../pipeline/runtime/stage';
 import { runWindowedStage } from '../../pipeline/runtime/windowed-runner';
 import { uniqueSuffix } from '../support/ids';
 import { eventually } from '../support/service';
@@ -111,14 +111,19 @@ describe.each(runners)('%s', (_, run) => {
   }, 90_000);
 });
 
+/** A client of its own for a test outside the runners' shared setup; the caller disconnects admin and producer. */
+async function clients(): Promise<{ kafka: Kafka; admin: Admin; producer: Producer; codec: AvroCodec }> {
+  const kafka = createKafka(process.env.KAFKA_BROKERS!.split(','), `runner-${uniqueSuffix()}`, { quiet: true });
+  const admin = kafka.admin();
+  await admin.connect();
+  const producer = createProducer(kafka);
+  await producer.connect();
+  return { kafka, admin, producer, codec: AvroCodec.connect(process.env.SCHEMA_REGISTRY_URL!) };
+}
+
 describe('the windowed runner under back-pressure', () => {
   it('holds at most maxInFlight records at once and finishes them all', async () => {
-    const kafka = createKafka(process.env.KAFKA_BROKERS!.split(','), `runner-${uniqueSuffix()}`, { quiet: true });
-    const admin = kafka.admin();
-    await admin.connect();
-    const producer = createProducer(kafka);
-    await producer.connect();
-    const codec = AvroCodec.connect(process.env.SCHEMA_REGISTRY_URL!);
+    const { kafka, admin, producer, codec } = await clients();
     const suffix = uniqueSuffix();
     const input = `window-in-${suffix}`;
     const output = `window-out-${suffix}`;
@@ -147,6 +152,57 @@ describe('the windowed runner under back-pressure', () => {
       expect(new Set((await readTopic(kafka, output)).map((r) => r.key?.toString())).size).toBe(n);
     } finally {
       await stage?.stop();
+      await producer.disconnect();
+      await admin.disconnect();
+    }
+  }, 60_000);
+});
+
+describe('a group whose work moved into another stage', () => {
+  it('finishes what it had committed on but not handled, up to the ends when it was asked, then leaves', async () => {
+    const { kafka, admin, producer, codec } = await clients();
+    const suffix = uniqueSuffix();
+    const [input, output, group] = [`backlog-in-${suffix}`, `backlog-out-${suffix}`, `backlog-${suffix}.`];
+    try {
+      await ensureTopics(kafka, [{ topic: input, partitions: 2 }, { topic: output, partitions: 1 }]);
+      await codec.register({ [input]: 'WebhookEvent', [output]: 'WebhookEvent' });
+      const send = async (ids: number[], headers?: Record<string, string>) => {
+        const values = await Promise.all(ids.map((i) => codec.encode(input, 'WebhookEvent', { event_id: `evt_${i}`, tenant_id: 't', ingester_id: 'ing', correlation_id: `c${i}`, received_at: Date.now(), method: 'POST', query: '', headers: [], content_type: null, body: Buffer.from('{}'), source_ip: null, event_type: null, hops: 0 })));
+        await producer.send({ topic: input, acks: -1, messages: values.map((value, k) => ({ key: `k${ids[k]}`, value, partition: ids[k]! % 2, headers })) });
+      };
+      const handled: string[] = [];
+      const stage: RecordStage<'WebhookEvent'> = {
+        kind: 'record', name: 'legacy', input: { topic: input, record: 'WebhookEvent' }, writes: [output],
+        async handle(e) {
+          handled.push(e.event_id);
+          return [{ topic: output, key: e.event_id, record: 'WebhookEvent', value: e }];
+        },
+      };
+      const deps: RunnerDeps = { kafka, outputs: new BatchingProducer(producer), codec, log: new Logger('error'), groupPrefix: group };
+      // a group that never committed has nothing of its own to finish
+      expect(await finishBacklog(stage, deps)).toBeUndefined();
+
+      // partition 0 holds evt_0,2,4,6,8 and partition 1 evt_1,3,5,7,9,21; the group had handled 3
+      // and 2 of them; evt_21 was handed on by a chain and is already handled
+      await send([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+      await send([21], { [CHAINED_HEADER]: 'legacy' });
+      await admin.setOffsets({ groupId: `${group}legacy`, topic: input, partitions: [{ partition: 0, offset: '3' }, { partition: 1, offset: '2' }] });
+      const finishing = await finishBacklog(stage, deps, 200);
+      expect(finishing).toBeDefined();
+      // written after the ends were read: the work of whatever took the group's place
+      await send([10, 11, 12, 13]);
+      await eventually('the group gone once its backlog is done', async () => {
+        const [g] = (await admin.describeGroups([`${group}legacy`])).groups;
+        return (handled.length >= 5 && g!.members.length === 0) || undefined;
+      }, 30_000);
+      expect(handled.sort()).toEqual(['evt_5', 'evt_6', 'evt_7', 'evt_8', 'evt_9']);
+      expect((await readTopic(kafka, output)).map((r) => r.key?.toString()).sort()).toEqual(['evt_5', 'evt_6', 'evt_7', 'evt_8', 'evt_9']);
+      // the group is deleted: a later start finds nothing to finish
+      const [offsets] = await admin.fetchOffsets({ groupId: `${group}legacy`, topics: [input] });
+      expect(offsets!.partitions.map((p) => p.offset)).toEqual(['-1', '-1']);
+      expect(await finishBacklog(stage, deps)).toBeUndefined();
+      await finishing!.stop();
+    } finally {
       await producer.disconnect();
       await admin.disconnect();
     }

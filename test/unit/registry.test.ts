@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { CONSUMER_NAMES, consumers, groupIdOf, stageIo, topicNames } from '../../core/topics';
+import { CONSUMER_NAMES, consumerGroups, consumers, groupIdOf, stageIo, topicNames } from '../../core/topics';
 import { STAGE_NAMES } from '../../core/config';
 import { topology } from '../../service/topology';
 import { checkWrites } from '../../pipeline/runtime/stage';
@@ -37,6 +37,9 @@ describe('the registry of topics and consumers', () => {
     expect(stageIo(topics, 'filter', 'WebhookEvent')).toEqual({ name: 'filter', input: { topic: 'p.webhooks.validated', record: 'WebhookEvent' }, writes: ['p.webhooks.filtered', 'p.events.transitions', 'p.events.dlq'] });
     expect(() => stageIo(topics, 'sink', 'WebhookEvent')).toThrow('consumer sink reads 7 topics, not one');
     expect(groupIdOf('p.hookline.', 'deliver')).toBe('p.hookline.deliver');
+    // filter and route run inside validate's group: the live checks measure the groups that exist
+    expect(table.filter((c) => c.within).map((c) => [c.name, c.within])).toEqual([['filter', 'validate'], ['route', 'validate']]);
+    expect(consumerGroups(topics).map((c) => c.name)).toEqual(['validate', 'deliver', 'retry', 'evidence-sequencer', 'sink']);
   });
 
   it('refuses an output to a topic the stage does not declare', () => {

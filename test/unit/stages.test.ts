@@ -7,7 +7,7 @@ import { pendingLeaf } from '../../pipeline/evidence/sequencer';
 import { filterStage } from '../../pipeline/filter/stage';
 import { forward } from '../../pipeline/retry/delay-stage';
 import { routeStage } from '../../pipeline/route/stage';
-import { checkWrites, type AnyOutput, type StageContext } from '../../pipeline/runtime/stage';
+import { CHAINED_HEADER, chainStages, checkWrites, type AnyOutput, type StageContext } from '../../pipeline/runtime/stage';
 import { validateStage } from '../../pipeline/validate/stage';
 
 /**
@@ -136,5 +136,46 @@ describe('evidence leaves and the delay tiers', () => {
     expect(forward(topics, task, 99_500).topic).toBe(topics.retryTiers[0]!.topic);
     expect(forward(topics, task, 100_000 - 3_600_000).topic).toBe(topics.retryTiers.find((t) => t.delayMs === 1_800_000)!.topic);
     expect(forward(topics, task, 0).key).toBe('dst_a');
+  });
+});
+
+describe('validate, filter and route chained in one pass', () => {
+  const flow: DeliveryFlow = { kind: 'flow', id: 'flw_1', tenant_id: T, name: 'f', ingester_id: 'ing_1', destination_ids: ['dst_b', 'dst_a'], created_at: now, updated_at: now };
+  const config = (filters: unknown[]) => ({
+    get: ((kind: string, _t: string, id: string) => (kind === 'ingester' ? ingester({ filters }) : destination(id))) as never,
+    list: () => [flow],
+  });
+  const run = async (filters: unknown[], e = event()) => {
+    const c = config(filters);
+    const stage = chainStages(validateStage(topics, c), filterStage(topics, c), routeStage(topics, c, 50));
+    const outs = await stage.handle(e, ctx());
+    checkWrites(stage, outs);
+    return { stage, outs };
+  };
+
+  it('writes the record of every state it passes and hands each on: validated, filtered, then a task per destination', async () => {
+    const { stage, outs } = await run([{ type: 'body', path: 'livemode', op: 'equals', value: true }]);
+    expect(outs.map((o) => o.topic)).toEqual([topics.validated, topics.filtered, topics.deliveryRequested, topics.deliveryRequested]);
+    expect(outs.slice(2).map((o) => (o.value as DeliveryTask).destination_id)).toEqual(['dst_a', 'dst_b']);
+    // the records handed on say so, for a consumer reading them back in a chained stage's place
+    expect(outs.map((o) => o.headers?.[CHAINED_HEADER])).toEqual(['filter', 'route', undefined, undefined]);
+    // the same tasks as routing the filtered record on its own
+    const alone = await routeStage(topics, config([]), 50).handle(outs[1]!.value as WebhookEvent, ctx());
+    expect(alone.map((o) => (o.value as DeliveryTask).delivery_id)).toEqual(outs.slice(2).map((o) => (o.value as DeliveryTask).delivery_id));
+    expect({ name: stage.name, input: stage.input.topic }).toEqual({ name: 'validate', input: topics.received });
+    expect(new Set(stage.writes)).toEqual(new Set([topics.validated, topics.filtered, topics.deliveryRequested, topics.transitions, topics.eventsDlq]));
+  });
+
+  it('stops where a stage stops: a dropped event is validated only, a set-aside one validated then dead-lettered with the bytes it arrived as', async () => {
+    expect((await run([{ type: 'body', path: 'livemode', op: 'equals', value: false }])).outs.map((o) => o.topic)).toEqual([topics.validated]);
+    const { outs } = await run([{ type: 'no-such-rule' }]);
+    expect(outs.map((o) => o.topic)).toEqual([topics.validated, topics.eventsDlq, topics.transitions, topics.transitions]);
+    expect(Buffer.from((outs[1]!.value as DeadLetter).value).toString()).toBe('original bytes');
+  });
+
+  it('refuses an output a chained stage does not declare, as each stage on its own would', async () => {
+    const c = config([]);
+    const rogue = { ...filterStage(topics, c), handle: async (e: WebhookEvent) => [{ topic: topics.deliveryCompleted, key: 'k', record: 'WebhookEvent' as const, value: e }] };
+    await expect(chainStages(validateStage(topics, c), rogue).handle(event(), ctx())).rejects.toThrow(`stage filter wrote to ${topics.deliveryCompleted}, which it does not declare`);
   });
 });
