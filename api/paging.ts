@@ -1,4 +1,8 @@
+import type { Request, Response } from 'express';
 import { AppError } from '../core/errors';
+import type { EntityKind } from '../core/model';
+import type { ConfigStore, EntityOf } from '../platform/config-store/config-store';
+import { authOf } from './auth';
 import { decodeCursor, encodeCursor } from './cursor';
 
 export const DEFAULT_LIMIT = 50;
@@ -31,4 +35,17 @@ export function pageOf<T extends { id: string }>(items: T[], query: { limit?: un
   const page = rest.slice(0, limit);
   const last = page[page.length - 1];
   return { page, next_cursor: rest.length > limit && last ? encodeCursor([last.id], filters) : null };
+}
+
+/**
+ * The list handler of a configuration kind: the caller's tenant's objects in creation order,
+ * only those a key limited to some ids may see, a page at a time under `member`.
+ */
+export function configListHandler<K extends EntityKind>(store: ConfigStore, kind: K, member: string, view: (item: EntityOf<K>, tenantId: string) => unknown) {
+  return (req: Request, res: Response): void => {
+    const key = authOf(res);
+    const all = store.list(kind, key.tenant_id).filter((item) => !key.resource_ids || key.resource_ids.includes(item.id));
+    const { page, next_cursor } = pageOf(all, req.query);
+    res.json({ [member]: page.map((item) => view(item, key.tenant_id)), next_cursor });
+  };
 }

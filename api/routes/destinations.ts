@@ -9,7 +9,7 @@ import type { NameClaims } from '../ports';
 import { authOf, requireResource, requireScope } from '../auth';
 import { validateBody } from '../validation';
 import { acceptDestinationAuth, maskAuth } from '../../core/destination-auth';
-import { pageOf } from '../paging';
+import { configListHandler } from '../paging';
 
 export function destinationView(d: Destination) {
   return { id: d.id, name: d.name, url: d.url, status: d.status, created_at: d.created_at, updated_at: d.updated_at, disabled_reason: d.disabled_reason, retry_schedule_ms: d.retry_schedule_ms ?? null, auth: maskAuth(d.auth) };
@@ -36,12 +36,7 @@ function urlProblem(url: string): string | undefined {
 export function destinationsRouter(store: ConfigStore, claims: NameClaims, options: { httpsOnly?: boolean; refusalOf: (url: string) => Promise<string | null>; quotas?: Quotas }): Router {
   const router = express.Router({ mergeParams: true });
 
-  router.get('/', requireScope('read:destinations'), (req, res) => {
-    const key = authOf(res);
-    const all = store.list('destination', key.tenant_id).filter((d) => !key.resource_ids || key.resource_ids.includes(d.id));
-    const { page, next_cursor } = pageOf(all, req.query);
-    res.json({ destinations: page.map(destinationView), next_cursor });
-  });
+  router.get('/', requireScope('read:destinations'), configListHandler(store, 'destination', 'destinations', destinationView));
 
   router.post('/', requireScope('write:destinations'), async (req, res) => {
     const key = authOf(res);

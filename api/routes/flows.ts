@@ -6,7 +6,7 @@ import { newId } from '../../core/ids';
 import type { DeliveryFlow } from '../../core/model';
 import type { ConfigStore } from '../../platform/config-store/config-store';
 import { authOf, requireResource, requireScope } from '../auth';
-import { pageOf } from '../paging';
+import { configListHandler } from '../paging';
 import { validateBody } from '../validation';
 
 export function flowView(f: DeliveryFlow) {
@@ -47,12 +47,7 @@ export function flowsRouter(store: ConfigStore, maxFanout: number, quotas: Quota
     return { name: b.name.trim(), ingesterId, destinationIds: [...new Set(destinationIds)] };
   };
 
-  router.get('/', requireScope('read:flows'), (req, res) => {
-    const key = authOf(res);
-    const all = store.list('flow', key.tenant_id).filter((f) => !key.resource_ids || key.resource_ids.includes(f.id));
-    const { page, next_cursor } = pageOf(all, req.query);
-    res.json({ delivery_flows: page.map(flowView), next_cursor });
-  });
+  router.get('/', requireScope('read:flows'), configListHandler(store, 'flow', 'delivery_flows', flowView));
 
   router.post('/', requireScope('write:flows'), async (req, res) => {
     const input = read(req.body, res);

@@ -8,7 +8,7 @@ import type { DeliveryFlow, Ingester, Provider } from '../../core/model';
 import { checkProviderConfig } from '../../core/providers';
 import type { ConfigStore } from '../../platform/config-store/config-store';
 import { authOf, requireResource, requireScope } from '../auth';
-import { pageOf } from '../paging';
+import { configListHandler } from '../paging';
 import { validateBody, type BodyCheck } from '../validation';
 
 import { MASK, maskValue, SECRET_FIELDS } from '../../core/secrets/fields';
@@ -151,12 +151,7 @@ export function ingestersRouter(store: ConfigStore, publicBaseUrl: string, maxFa
     return i;
   };
 
-  router.get('/', requireScope('read:ingesters'), (req, res) => {
-    const key = authOf(res);
-    const all = store.list('ingester', key.tenant_id).filter((i) => !key.resource_ids || key.resource_ids.includes(i.id));
-    const { page, next_cursor } = pageOf(all, req.query);
-    res.json({ ingesters: page.map((i) => view(i, key.tenant_id)), next_cursor });
-  });
+  router.get('/', requireScope('read:ingesters'), configListHandler(store, 'ingester', 'ingesters', view));
 
   router.post('/', requireScope('write:ingesters'), async (req, res) => {
     const key = authOf(res);

@@ -5,7 +5,7 @@ import { checkQuota, DEFAULT_QUOTAS, type Quotas } from '../../core/quotas';
 import type { SavedPayload } from '../../core/model';
 import type { ConfigStore } from '../../platform/config-store/config-store';
 import { authOf, requireResource, requireScope } from '../auth';
-import { pageOf } from '../paging';
+import { configListHandler } from '../paging';
 import { validateBody } from '../validation';
 
 /** Largest saved payload, as JSON text. */
@@ -18,12 +18,7 @@ export function payloadView(p: SavedPayload) {
 export function savedPayloadsRouter(store: ConfigStore, quotas: Quotas = DEFAULT_QUOTAS): Router {
   const router = express.Router({ mergeParams: true });
 
-  router.get('/', requireScope('read:payloads'), (req, res) => {
-    const key = authOf(res);
-    const all = store.list('saved_payload', key.tenant_id).filter((p) => !key.resource_ids || key.resource_ids.includes(p.id));
-    const { page, next_cursor } = pageOf(all, req.query);
-    res.json({ saved_payloads: page.map(payloadView), next_cursor });
-  });
+  router.get('/', requireScope('read:payloads'), configListHandler(store, 'saved_payload', 'saved_payloads', payloadView));
 
   router.post('/', requireScope('write:payloads'), async (req, res) => {
     const key = authOf(res);

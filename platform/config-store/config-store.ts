@@ -7,7 +7,7 @@ import type { AvroCodec } from '../avro/codec';
 import { createProducer } from '../kafka/client';
 import { TopicTable } from '../kafka/topic-table';
 
-type EntityOf<K extends EntityKind> = Extract<Entity, { kind: K }>;
+export type EntityOf<K extends EntityKind> = Extract<Entity, { kind: K }>;
 /** A decoded record: the entity with its secrets opened, or why they do not open. */
 type Applied = (Written & { sealing: { keyIds: string[]; clear: number }; unreadable?: undefined }) | { unreadable: string };
 
