@@ -71,6 +71,13 @@ export type Stage = RecordStage<'WebhookEvent'> | RecordStage<'DeliveryTask'> | 
  */
 export function chainStages<N extends RecordName>(first: RecordStage<N>, ...rest: RecordStage<N>[]): RecordStage<N> {
   const stages = [first, ...rest];
+  // a chained stage logs under its own name: its logger is made once per runner's logger, not per record
+  const loggers = new WeakMap<Logger, Logger[]>();
+  const logsOf = (log: Logger) => {
+    let children = loggers.get(log);
+    if (!children) loggers.set(log, (children = stages.map((s, i) => (i === 0 ? log : log.child({ stage: s.name })))));
+    return children;
+  };
   return {
     kind: 'record',
     name: first.name,
@@ -84,8 +91,7 @@ export function chainStages<N extends RecordName>(first: RecordStage<N>, ...rest
       for (let i = 0; i < stages.length && inputs.length > 0; i++) {
         const next = stages[i + 1];
         const passed: RecordTypes[N][] = [];
-        // a chained stage logs under its own name
-        const stageCtx = i === 0 ? ctx : { ...ctx, log: ctx.log.child({ stage: stages[i]!.name }) };
+        const stageCtx = i === 0 ? ctx : { ...ctx, log: logsOf(ctx.log)[i]! };
         for (const input of inputs) {
           const produced = await stages[i]!.handle(input, stageCtx);
           checkWrites(stages[i]!, produced);

@@ -165,43 +165,57 @@ async function reader(kafka: Kafka, topic: string, groupId: string, options: Rea
 }
 
 /**
- * The newest record of one partition, or null when the partition is empty. It reads with a
- * throw-away group seeked to the high watermark minus one, so the cost does not grow with the
- * topic.
+ * Reads `topic` with a throw-away group (from `seek`, else from the beginning) until `take` says
+ * a batch completed what it wanted, or fails after `timeoutMs`; then leaves and deletes the group.
  */
-export async function readLastRecord(kafka: Kafka, topic: string, partition = 0, timeoutMs = 30_000): Promise<{ offset: string; value: Buffer } | null> {
-  const admin = kafka.admin();
-  await admin.connect();
-  const groupId = `${topic}.tail-reader-${process.pid}-${randomBytes(4).toString('hex')}`;
+async function readUntil(kafka: Kafka, admin: Admin, topic: string, timeoutMs: number, take: (batch: EachBatchPayload['batch']) => boolean, seek?: { partition: number; offset: string }): Promise<void> {
+  const groupId = `${topic}.reader-${process.pid}-${randomBytes(4).toString('hex')}`;
+  let done = false;
   let started: Promise<Consumer> | undefined;
   let timer: NodeJS.Timeout | undefined;
   try {
-    const p = (await fetchTopicOffsets(admin, topic)).find((o) => o.partition === partition);
-    if (!p || BigInt(p.high) <= BigInt(p.low)) return null;
-    const target = (BigInt(p.high) - 1n).toString();
-    let done = false;
-    return await new Promise<{ offset: string; value: Buffer }>((resolve, reject) => {
-      timer = setTimeout(() => reject(new Error(`timed out reading the last record of ${topic}[${partition}]`)), timeoutMs);
+    await new Promise<void>((resolve, reject) => {
+      timer = setTimeout(() => reject(new Error(`timed out reading ${topic}`)), timeoutMs);
       started = reader(kafka, topic, groupId, {
         maxWaitTimeInMs: 100,
         restart: () => !done,
         onFailure: reject,
         eachBatch: async ({ batch }) => {
-          if (batch.partition !== partition) return;
-          const m = batch.messages.find((x) => x.offset === target && x.value);
-          if (m) {
-            done = true;
-            resolve({ offset: m.offset, value: m.value! });
-          }
+          if (done || !take(batch)) return;
+          done = true;
+          resolve();
         },
-        beforeFirstFetch: (c) => c.seek({ topic, partition, offset: target }),
+        beforeFirstFetch: seek ? (c) => c.seek({ topic, ...seek }) : undefined,
       });
       started.catch(reject);
     });
   } finally {
+    done = true;
     clearTimeout(timer);
     await started?.then((c) => c.disconnect()).catch(() => undefined);
     await admin.deleteGroups([groupId]).catch(() => undefined);
+  }
+}
+
+/**
+ * The newest record of one partition, or null when the partition is empty. It reads from the
+ * high watermark minus one, so the cost does not grow with the topic.
+ */
+export async function readLastRecord(kafka: Kafka, topic: string, partition = 0, timeoutMs = 30_000): Promise<{ offset: string; value: Buffer } | null> {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    const p = (await fetchTopicOffsets(admin, topic)).find((o) => o.partition === partition);
+    if (!p || BigInt(p.high) <= BigInt(p.low)) return null;
+    const target = (BigInt(p.high) - 1n).toString();
+    let found: { offset: string; value: Buffer } | undefined;
+    await readUntil(kafka, admin, topic, timeoutMs, (batch) => {
+      const m = batch.partition === partition ? batch.messages.find((x) => x.offset === target && x.value) : undefined;
+      if (m) found = { offset: m.offset, value: m.value! };
+      return found !== undefined;
+    }, { partition, offset: target });
+    return found!;
+  } finally {
     await admin.disconnect();
   }
 }
@@ -223,37 +237,20 @@ export interface StoredRecord {
 export async function readTopic(kafka: Kafka, topic: string, timeoutMs = 30_000): Promise<StoredRecord[]> {
   const admin = kafka.admin();
   await admin.connect();
-  let ends: Map<number, bigint>;
   try {
-    ends = new Map((await fetchTopicOffsets(admin, topic)).map((o) => [o.partition, BigInt(o.high)]));
+    const ends = new Map((await fetchTopicOffsets(admin, topic)).map((o) => [o.partition, BigInt(o.high)]));
+    const left = new Set([...ends].filter(([, high]) => high > 0n).map(([p]) => p));
+    const records: StoredRecord[] = [];
+    if (left.size === 0) return records;
+    await readUntil(kafka, admin, topic, timeoutMs, (batch) => {
+      for (const m of batch.messages) {
+        records.push({ partition: batch.partition, offset: m.offset, key: m.key, value: m.value, headers: m.headers ?? {}, timestamp: m.timestamp });
+        if (BigInt(m.offset) + 1n >= ends.get(batch.partition)!) left.delete(batch.partition);
+      }
+      return left.size === 0;
+    });
+    return records;
   } finally {
     await admin.disconnect();
   }
-  const left = new Set([...ends].filter(([, high]) => high > 0n).map(([p]) => p));
-  const records: StoredRecord[] = [];
-  if (left.size === 0) return records;
-  let started: Promise<Consumer> | undefined;
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    await new Promise<void>((resolve, reject) => {
-      timer = setTimeout(() => reject(new Error(`reading ${topic} timed out with ${records.length} records read`)), timeoutMs);
-      started = reader(kafka, topic, `${topic}.reader-${process.pid}-${randomBytes(4).toString('hex')}`, {
-        maxWaitTimeInMs: 100,
-        restart: () => left.size > 0,
-        onFailure: reject,
-        eachBatch: async ({ batch }) => {
-          for (const m of batch.messages) {
-            records.push({ partition: batch.partition, offset: m.offset, key: m.key, value: m.value, headers: m.headers ?? {}, timestamp: m.timestamp });
-            if (BigInt(m.offset) + 1n >= ends.get(batch.partition)!) left.delete(batch.partition);
-          }
-          if (left.size === 0) resolve();
-        },
-      });
-      started.catch(reject);
-    });
-  } finally {
-    clearTimeout(timer);
-    await started?.then((c) => c.disconnect()).catch(() => undefined);
-  }
-  return records;
 }
