@@ -78,6 +78,10 @@ export interface ApiOptions {
   selfUrl?: () => string | undefined;
   /** Routers mounted before the API's own (the Hook URLs). */
   extraRouters?: () => Router | undefined;
+  /** The stages this process runs, shown by the health routes. */
+  stages?: readonly string[];
+  /** False in a process without the `api` stage: only health (and the Hook URLs, when given) are served. */
+  serveApi?: boolean;
 }
 
 function requestId(_req: Request, res: Response, next: NextFunction): void {
@@ -128,7 +132,7 @@ export function createApp(options: ApiOptions): Express {
   app.set('etag', false);
   app.set('query parser', 'simple');
   app.use(requestId);
-  app.use(healthRouter(options.probe, options.build));
+  app.use(healthRouter(options.probe, options.build, options.stages));
 
   const whenReady = (build: (s: ApiServices) => Router) => {
     let router: Router | undefined;
@@ -168,61 +172,65 @@ export function createApp(options: ApiOptions): Express {
   app.use((req, res, next) => {
     const extra = options.extraRouters?.();
     // a sender must not take "starting" for "no such Hook URL": 503 says try again
-    if (!extra) return req.path.startsWith('/v1/hooks/') ? next(new AppError('service-unavailable', 'the service is starting; try again shortly')) : next();
+    const startingHooks = !extra && req.path.startsWith('/v1/hooks/') && (options.stages === undefined || options.stages.includes('ingest'));
+    if (!extra) return startingHooks ? next(new AppError('service-unavailable', 'the service is starting; try again shortly')) : next();
     return extra(req, res, next);
   });
 
-  app.use(
-    '/v1/tenants/:tenantId',
-    whenReady((s) => {
-      const tenant = express.Router({ mergeParams: true });
-      const disabled = new Set(s.disabledWriteGroups);
-      tenant.use((_req, res, next) => {
-        res.locals.disabledWriteGroups = disabled;
-        next();
-      });
-      tenant.use(authenticate(inProcessOf(s).lookup(), onUse(s)));
-      tenant.use(requireTenant);
-      // before idempotency, so a 429 is never stored as the answer to a key
-      tenant.use(rateLimit({ redis: s.redis, prefix: s.redisPrefix, limits: s.rateLimits, routes: routesOf(), log: options.log }));
-      tenant.use(jsonBody());
-      tenant.use(idempotency({ redis: s.redis, prefix: s.redisPrefix, ttlSeconds: s.idempotencyTtlSeconds, keyring: s.keyring, log: options.log }));
-      tenant.use('/destinations', destinationsRouter(s.store, s.claims, { httpsOnly: s.destinationHttpsOnly, refusalOf: s.refusalOfDestination, quotas: s.quotas }));
-      tenant.use('/ingesters', ingestersRouter(s.store, s.publicBaseUrl, s.maxFanout, s.quotas));
-      tenant.use('/deliveries', deliveriesRouter(s.clickhouse, s.clickhouseDatabase));
-      tenant.use('/events', eventsRouter(s.clickhouse, s.clickhouseDatabase, s.store, s.replay));
-      tenant.use('/delivery-flows', flowsRouter(s.store, s.maxFanout, s.quotas));
-      tenant.use('/saved-payloads', savedPayloadsRouter(s.store, s.quotas));
-      tenant.use('/api-keys', apiKeysRouter(s.store, usageOf(s), s.quotas));
-      tenant.use('/logs', logsRouter(s.clickhouse, s.clickhouseDatabase));
-      tenant.use('/evidence', evidenceRouter(s.evidence, s.clickhouse, s.clickhouseDatabase));
-      tenant.use('/evidence-log', evidenceLogRouter(s.evidence, s.evidenceLog));
-      return tenant;
-    }),
-  );
-
-  app.use(
-    '/v1/mcp',
-    whenReady((s) => {
-      const api = inProcessOf(s);
-      const operations = new Operations({ ...s.operations, probe: api });
-      const disabled = new Set<string>(s.disabledWriteGroups);
-      const mcp = express.Router();
-      mcp.use(authenticate(api.lookup(), onUse(s)));
-      mcp.use(rateLimit({ redis: s.redis, prefix: s.redisPrefix, limits: s.rateLimits, routes: routesOf(), log: options.log }));
-      mcp.use(jsonBody());
-      const transport = mcpHandler({ deps: { operations, api, evidence: s.evidence, evidenceLog: s.evidenceLog }, tools: toolsOf, disabledWriteGroups: disabled, errorBase: options.errorBase, log: options.log });
-      mcp.use(mcpRouter({ clickhouse: s.clickhouse, database: s.clickhouseDatabase, evidence: s.evidence, store: s.store, operations, tools: toolsOf, disabledWriteGroups: disabled, mcp: transport }));
-      // stateless Streamable HTTP: no server-sent event stream to open, no session to end
-      mcp.all('/', (_req, res, next) => {
-        res.setHeader('allow', 'POST');
-        next(new AppError('method-not-allowed', 'the MCP endpoint takes POST only (stateless Streamable HTTP)'));
-      });
-      return mcp;
-    }),
-  );
-
-  app.use((req, _res, next) => next(new AppError('not-found', `no route ${req.method} ${req.path}`)));
+  if (options.serveApi !== false) mountApi();
+  app.use((req, _res, next) => next(new AppError('not-found', options.serveApi === false ? `no route ${req.method} ${req.path}: this process runs ${(options.stages ?? []).join(', ') || 'no stage'}, not the API` : `no route ${req.method} ${req.path}`)));
   app.use(problemHandler(options.errorBase, options.log));
   return app;
+
+  function mountApi(): void {
+    app.use(
+      '/v1/tenants/:tenantId',
+      whenReady((s) => {
+        const tenant = express.Router({ mergeParams: true });
+        const disabled = new Set(s.disabledWriteGroups);
+        tenant.use((_req, res, next) => {
+          res.locals.disabledWriteGroups = disabled;
+          next();
+        });
+        tenant.use(authenticate(inProcessOf(s).lookup(), onUse(s)));
+        tenant.use(requireTenant);
+        // before idempotency, so a 429 is never stored as the answer to a key
+        tenant.use(rateLimit({ redis: s.redis, prefix: s.redisPrefix, limits: s.rateLimits, routes: routesOf(), log: options.log }));
+        tenant.use(jsonBody());
+        tenant.use(idempotency({ redis: s.redis, prefix: s.redisPrefix, ttlSeconds: s.idempotencyTtlSeconds, keyring: s.keyring, log: options.log }));
+        tenant.use('/destinations', destinationsRouter(s.store, s.claims, { httpsOnly: s.destinationHttpsOnly, refusalOf: s.refusalOfDestination, quotas: s.quotas }));
+        tenant.use('/ingesters', ingestersRouter(s.store, s.publicBaseUrl, s.maxFanout, s.quotas));
+        tenant.use('/deliveries', deliveriesRouter(s.clickhouse, s.clickhouseDatabase));
+        tenant.use('/events', eventsRouter(s.clickhouse, s.clickhouseDatabase, s.store, s.replay));
+        tenant.use('/delivery-flows', flowsRouter(s.store, s.maxFanout, s.quotas));
+        tenant.use('/saved-payloads', savedPayloadsRouter(s.store, s.quotas));
+        tenant.use('/api-keys', apiKeysRouter(s.store, usageOf(s), s.quotas));
+        tenant.use('/logs', logsRouter(s.clickhouse, s.clickhouseDatabase));
+        tenant.use('/evidence', evidenceRouter(s.evidence, s.clickhouse, s.clickhouseDatabase));
+        tenant.use('/evidence-log', evidenceLogRouter(s.evidence, s.evidenceLog));
+        return tenant;
+      }),
+    );
+
+    app.use(
+      '/v1/mcp',
+      whenReady((s) => {
+        const api = inProcessOf(s);
+        const operations = new Operations({ ...s.operations, probe: api });
+        const disabled = new Set<string>(s.disabledWriteGroups);
+        const mcp = express.Router();
+        mcp.use(authenticate(api.lookup(), onUse(s)));
+        mcp.use(rateLimit({ redis: s.redis, prefix: s.redisPrefix, limits: s.rateLimits, routes: routesOf(), log: options.log }));
+        mcp.use(jsonBody());
+        const transport = mcpHandler({ deps: { operations, api, evidence: s.evidence, evidenceLog: s.evidenceLog }, tools: toolsOf, disabledWriteGroups: disabled, errorBase: options.errorBase, log: options.log });
+        mcp.use(mcpRouter({ clickhouse: s.clickhouse, database: s.clickhouseDatabase, evidence: s.evidence, store: s.store, operations, tools: toolsOf, disabledWriteGroups: disabled, mcp: transport }));
+        // stateless Streamable HTTP: no server-sent event stream to open, no session to end
+        mcp.all('/', (_req, res, next) => {
+          res.setHeader('allow', 'POST');
+          next(new AppError('method-not-allowed', 'the MCP endpoint takes POST only (stateless Streamable HTTP)'));
+        });
+        return mcp;
+      }),
+    );
+  }
 }

@@ -688,6 +688,17 @@ function schemas(errorBase: string): Json {
       properties: { name: { type: 'string' }, version: { type: 'string' }, commit: { type: ['string', 'null'], description: '`BUILD_COMMIT` when set.' }, node: { type: 'string' }, started_at: schema('Timestamp') },
       additionalProperties: false,
     },
+    Liveness: {
+      type: 'object',
+      required: ['status', 'build', 'stages', 'uptime_seconds'],
+      properties: {
+        status: { const: 'alive' },
+        build: schema('BuildInfo'),
+        stages: { type: 'array', items: { type: 'string' }, description: 'The stages this process runs.' },
+        uptime_seconds: { type: 'integer', minimum: 0 },
+      },
+      additionalProperties: false,
+    },
     Health: {
       type: 'object',
       required: ['status', 'build', 'uptime_seconds', 'dependencies'],
@@ -695,6 +706,7 @@ function schemas(errorBase: string): Json {
         status: { type: 'string', enum: ['ok', 'unavailable'] },
         failing: { type: 'array', minItems: 1, items: { type: 'string', enum: [...DEPENDENCIES] }, description: 'The dependencies that are down or starting; present only when there are some.' },
         build: schema('BuildInfo'),
+        stages: { type: 'array', items: { type: 'string' }, description: 'The stages this process runs (STAGES, `--stage`, `--role`).' },
         uptime_seconds: { type: 'integer', minimum: 0 },
         dependencies: {
           type: 'object',
@@ -1451,6 +1463,33 @@ function publicPaths(): Json {
           '200': { description: 'Every dependency is up (or unused by this process).', headers: headerRefs(['X-Request-Id', 'Cache-Control']), content: { 'application/json': { schema: { allOf: [schema('Health'), { properties: { status: { const: 'ok' } }, not: { required: ['failing'] } }] } } } },
           '503': { description: 'Some dependency is down or still starting; `failing` names them.', headers: headerRefs(['X-Request-Id', 'Cache-Control']), content: { 'application/json': { schema: { allOf: [schema('Health'), { properties: { status: { const: 'unavailable' } }, required: ['failing'] }] } } } },
           '500': problemResponse('internal-error: the health check itself failed.', 'internal-error'),
+        },
+      },
+    },
+    '/readyz': {
+      get: {
+        operationId: 'getReadiness',
+        summary: 'Readiness of this process',
+        description: 'Served by every process of the service, whatever its stages or role (a process without the API serves only these two paths and `/v1/mcp/health`). The same live checks as `/v1/mcp/health`: 200 once every dependency this process uses answers and its stages run, 503 naming in `failing` the dependencies that are down or starting. For a load balancer or an orchestrator\'s readiness probe. No authentication.',
+        tags: ['Health'],
+        security: [],
+        responses: {
+          '200': { description: 'Every dependency this process uses is up, and its stages run.', headers: headerRefs(['X-Request-Id', 'Cache-Control']), content: { 'application/json': { schema: { allOf: [schema('Health'), { properties: { status: { const: 'ok' } }, not: { required: ['failing'] } }] } } } },
+          '503': { description: 'Some dependency is down or still starting; `failing` names them.', headers: headerRefs(['X-Request-Id', 'Cache-Control']), content: { 'application/json': { schema: { allOf: [schema('Health'), { properties: { status: { const: 'unavailable' } }, required: ['failing'] }] } } } },
+          '500': problemResponse('internal-error: the health check itself failed.', 'internal-error'),
+        },
+      },
+    },
+    '/healthz': {
+      get: {
+        operationId: 'getLiveness',
+        summary: 'Liveness of this process',
+        description: 'Served by every process of the service: 200 while the process answers at all. Asks no dependency (an outage of Kafka, Redis or ClickHouse is not cured by restarting this process: `/readyz` reports those). For an orchestrator\'s liveness probe. No authentication.',
+        tags: ['Health'],
+        security: [],
+        responses: {
+          '200': { description: 'The process is alive.', headers: headerRefs(['X-Request-Id', 'Cache-Control']), content: { 'application/json': { schema: schema('Liveness') } } },
+          '500': problemResponse('internal-error: the check itself failed.', 'internal-error'),
         },
       },
     },

@@ -101,8 +101,56 @@ export function developmentKekFile(dataDir: string, home = homedir()): string {
   return path.join(home, '.hookline', 'keys', `${hash}.kek`);
 }
 
-export const STAGE_NAMES = ['api', 'validate', 'filter', 'route', 'deliver', 'retry', 'evidence', 'sink'] as const;
+export const STAGE_NAMES = ['api', 'ingest', 'validate', 'filter', 'route', 'deliver', 'retry', 'evidence', 'sink'] as const;
 export type StageName = (typeof STAGE_NAMES)[number];
+
+/**
+ * The roles of `--role`: one process per role is how the service scales out. `api` is the
+ * management API with the Hook URLs; `ingest` the Hook URLs alone; `stage:validate` (or filter,
+ * route) runs the validate chain; `sequencer` the evidence sequencer.
+ */
+export const ROLES: Record<string, StageName> = {
+  api: 'api',
+  ingest: 'ingest',
+  'stage:validate': 'validate',
+  'stage:filter': 'filter',
+  'stage:route': 'route',
+  'stage:deliver': 'deliver',
+  'stage:retry': 'retry',
+  'stage:evidence': 'evidence',
+  sequencer: 'evidence',
+  sink: 'sink',
+};
+
+/**
+ * `--stage <name>` and `--role <role>` (each repeatable) override STAGES, for running one
+ * stage or role per process. An unknown role is refused here, with the known ones.
+ */
+export function stagesFromArgs(argv: string[]): string | undefined {
+  const names: string[] = [];
+  const option = (i: number, flag: string): string | undefined => {
+    const arg = argv[i]!;
+    if (arg === flag) return argv[i + 1];
+    return arg.startsWith(`${flag}=`) ? arg.slice(flag.length + 1) : undefined;
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const stage = option(i, '--stage');
+    const role = option(i, '--role');
+    if (argv[i] === '--stage' || argv[i] === '--role') i++;
+    if (stage !== undefined) names.push(stage);
+    if (role !== undefined) {
+      const mapped = ROLES[role];
+      if (!mapped) throw new ConfigError([`--role: unknown role "${role}"; roles: ${Object.keys(ROLES).join(', ')}`]);
+      names.push(mapped);
+    }
+  }
+  return names.length > 0 ? [...new Set(names)].join(',') : undefined;
+}
+
+/** True when the process answers HTTP on PORT for more than health: the API or the Hook URLs. */
+export function servesHttp(stages: readonly StageName[]): boolean {
+  return stages.includes('api') || stages.includes('ingest');
+}
 export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
 export const ENVIRONMENTS = ['production', 'development'] as const;
 export type Environment = (typeof ENVIRONMENTS)[number];
@@ -250,7 +298,10 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     relaxedDefaults.push(`${name}=${relaxed}: ${why}`);
     return relaxed;
   };
-  const port = r.integer('PORT', 8080, 0, 65535);
+  const stages = parseStages(r);
+  // a process that only consumes answers health checks alone: several on one host must not
+  // fight over one default port, so without PORT it takes a free one (named in its ready line)
+  const port = r.integer('PORT', servesHttp(stages) ? 8080 : 0, 0, 65535);
   const host = r.string('HOST', '127.0.0.1');
   const publicBaseUrl = r.optionalUrl('PUBLIC_BASE_URL', ['http:', 'https:']) ?? `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`;
   const errorBase = r.optionalUrl('ERROR_BASE', ['http:', 'https:']) ?? publicBaseUrl;
@@ -263,7 +314,6 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
   if (!/^[a-zA-Z0-9._-]*$/.test(topicPrefix)) r.errors.push(`TOPIC_PREFIX: only letters, digits, ".", "_" and "-" are allowed, got "${topicPrefix}"`);
   const clickhouseDatabase = r.string('CLICKHOUSE_DATABASE', 'hookline');
   if (!/^[a-zA-Z_][a-zA-Z0-9_]*$/.test(clickhouseDatabase)) r.errors.push(`CLICKHOUSE_DATABASE: must be an identifier ([A-Za-z_][A-Za-z0-9_]*), got "${clickhouseDatabase}"`);
-  const stages = parseStages(r);
   const dataDir = path.resolve(cwd, r.string('DATA_DIR', '.data'));
   const secrets = secretsKeySource(r, { dataDir, development, relaxedDefaults, cwd, home: env.HOME?.trim() || undefined });
 
@@ -381,13 +431,16 @@ function parseStages(r: Reader): StageName[] {
   const names = v.split(',').map((s) => s.trim()).filter(Boolean);
   const unknown = names.filter((n) => !(STAGE_NAMES as readonly string[]).includes(n));
   if (unknown.length > 0) r.errors.push(`STAGES: unknown stage ${unknown.join(', ')}; known: all, ${STAGE_NAMES.join(', ')}`);
-  return names.filter((n): n is StageName => (STAGE_NAMES as readonly string[]).includes(n));
+  const stages = names.filter((n): n is StageName => (STAGE_NAMES as readonly string[]).includes(n));
+  // the API serves the Hook URLs too
+  if (stages.includes('api') && !stages.includes('ingest')) stages.push('ingest');
+  return stages;
 }
 
 /** The documented settings, in the order the README lists them. */
 export const SETTINGS: SettingDoc[] = [
   { env: 'HOOKLINE_ENV', default: 'production', unit: 'production, development', description: '`development` relaxes the defaults marked so below for local use and prints each relaxation at start; `npm start` runs in development unless this is set. Every default is the strict one in `production`.' },
-  { env: 'PORT', default: '8080', unit: 'TCP port', description: 'Port of the HTTP API and the Hook URLs.' },
+  { env: 'PORT', default: '8080 (0 in a process without api or ingest)', unit: 'TCP port', description: 'Port of the HTTP API and the Hook URLs, and of `/healthz` and `/readyz`, which every process serves. A process that runs neither `api` nor `ingest` takes a free port unless PORT is set, and names it in its `service ready` line.' },
   { env: 'HOST', default: '127.0.0.1', unit: 'address', description: 'Address the HTTP server binds to (0.0.0.0 in containers).' },
   { env: 'PUBLIC_BASE_URL', default: 'http://HOST:PORT', unit: 'URL', description: 'Base of the Hook URLs handed to senders.' },
   { env: 'ERROR_BASE', default: 'PUBLIC_BASE_URL', unit: 'URL', description: 'Base of problem type URIs: `<ERROR_BASE>/errors/<slug>`.' },
@@ -403,7 +456,7 @@ export const SETTINGS: SettingDoc[] = [
   { env: 'CLICKHOUSE_USER', default: 'default', unit: 'string', description: 'ClickHouse user (server only).' },
   { env: 'CLICKHOUSE_PASSWORD', default: '(empty)', unit: 'string', description: 'ClickHouse password (server only).' },
   { env: 'CLICKHOUSE_DATABASE', default: 'hookline', unit: 'identifier', description: 'Database holding the query tables; created and migrated at start.' },
-  { env: 'STAGES', default: 'all', unit: 'list', description: 'Stages this process runs: all, or a comma list of api, validate, filter, route, deliver, retry, evidence, sink (validate, filter and route run as one: naming any runs the three). `--stage <name>` on the command line overrides it.' },
+  { env: 'STAGES', default: 'all', unit: 'list', description: 'Stages this process runs: all, or a comma list of api, ingest, validate, filter, route, deliver, retry, evidence, sink (`api` serves the Hook URLs too, `ingest` the Hook URLs alone; validate, filter and route run as one: naming any runs the three). `--stage <name>` or `--role <role>` (ingest, api, stage:<name>, sequencer, sink) on the command line overrides it.' },
   { env: 'INGEST_MAX_BODY_BYTES', default: '1048576', unit: 'bytes', description: 'Largest webhook body a Hook URL accepts; larger gets 413.' },
   { env: 'FILTER_MAX_BODY_BYTES', default: '262144', unit: 'bytes', description: 'Largest body a filter body rule reads. An event whose body rules need a larger body is not filtered: it goes to `events.dlq` with the reason (`failed`, `dlq_queued`).' },
   { env: 'FILTER_MAX_JSON_DEPTH', default: '32', unit: 'levels', description: 'Deepest nesting of JSON arrays and objects a filter body rule reads; a deeper body goes to `events.dlq` like a larger one.' },

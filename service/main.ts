@@ -1,17 +1,7 @@
-import { ConfigError, loadConfig, STAGE_NAMES, type Config } from '../core/config';
+import { ConfigError, loadConfig, stagesFromArgs, STAGE_NAMES, type Config } from '../core/config';
 import { Logger, errorMessage } from '../core/log';
 import { MissingPrerequisite } from '../infra/prerequisites';
 import { startService } from './service';
-
-/** `--stage <name>` (repeatable) overrides STAGES, for running one stage per process. */
-function stagesFromArgs(argv: string[]): string | undefined {
-  const names: string[] = [];
-  for (let i = 0; i < argv.length; i++) {
-    if (argv[i] === '--stage' && argv[i + 1]) names.push(argv[++i]!);
-    else if (argv[i]?.startsWith('--stage=')) names.push(argv[i]!.slice('--stage='.length));
-  }
-  return names.length > 0 ? names.join(',') : undefined;
-}
 
 /** The notice of a development start: every relaxed default, on stderr, before anything else. */
 function developmentNotice(config: Config): string {

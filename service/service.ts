@@ -110,7 +110,8 @@ export async function startService(config: Config, log = new Logger(config.logLe
     // a port of 0 is never public: without PUBLIC_BASE_URL/ERROR_BASE the bound port is used
     const resolvePort = (base: string) => (base.endsWith(':0') && url ? `${base.slice(0, -2)}:${new URL(url).port}` : base);
     const errorBase = () => resolvePort(config.errorBase);
-    if (config.stages.includes('api')) {
+    // every process answers /healthz and /readyz; the API and the Hook URLs only where it runs them
+    {
       const app = createApp({
         errorBase,
         log,
@@ -119,6 +120,8 @@ export async function startService(config: Config, log = new Logger(config.logLe
         services: () => services,
         selfUrl: () => url,
         extraRouters: () => ingest,
+        stages: config.stages,
+        serveApi: config.stages.includes('api'),
       });
       // the Hook URL's common case is answered without the framework: it is the hot path
       const listener = hookFastPath(() => ingestDeps, app, (err, _req, res, requestId) => writeProblem(res, errorBase(), err, requestId, log));
@@ -202,7 +205,7 @@ export async function startService(config: Config, log = new Logger(config.logLe
       kafka_brokers: infra.endpoints.kafkaBrokers,
       schema_registry_url: registryUrl,
       redis_url: infra.endpoints.redisUrl,
-      api_url: url ?? null,
+      api_url: config.stages.includes('api') ? url ?? null : null,
     });
     cleanups.push(async () => removeRunFile(config.dataDir));
 
@@ -277,10 +280,12 @@ export async function startService(config: Config, log = new Logger(config.logLe
       demoKey = (await issueApiKey(store, 'demo', [...SCOPES])).api_key;
     }
 
-    const limiter = new IngestLimiter({ source: new RedisTokenLeases(redis), prefix: config.topicPrefix, perHook: config.ingestRateLimits.perHook, perTenant: config.ingestRateLimits.perTenant, timeoutMs: config.ingestRateLimits.timeoutMs, log });
-    cleanups.push(async () => limiter.stop());
-    ingestDeps = { topics, config: store, codec, producer: new BatchingProducer(producer, { lingerMs: config.ingestLingerMs }), maxBodyBytes: config.ingestMaxBodyBytes, maxHops: config.maxHops, log, limiter };
-    ingest = ingestRouter(ingestDeps);
+    if (has('ingest')) {
+      const limiter = new IngestLimiter({ source: new RedisTokenLeases(redis), prefix: config.topicPrefix, perHook: config.ingestRateLimits.perHook, perTenant: config.ingestRateLimits.perTenant, timeoutMs: config.ingestRateLimits.timeoutMs, log });
+      cleanups.push(async () => limiter.stop());
+      ingestDeps = { topics, config: store, codec, producer: new BatchingProducer(producer, { lingerMs: config.ingestLingerMs }), maxBodyBytes: config.ingestMaxBodyBytes, maxHops: config.maxHops, log, limiter };
+      ingest = ingestRouter(ingestDeps);
+    }
     const evidenceStore = clickhouse && new EvidenceStore(clickhouse, config.clickhouseDatabase);
     if (clickhouse) services = { store, clickhouse, clickhouseDatabase: config.clickhouseDatabase, claims: new RedisNameClaims(redis, config.topicPrefix), replay: { producer, codec, topics, redis, prefix: config.topicPrefix },
       publicBaseUrl: resolvePort(config.publicBaseUrl),

@@ -16,7 +16,7 @@ describe('configuration', () => {
     expect(c.kafkaReplicationFactor).toBe(1);
     expect(c.ingestMaxBodyBytes).toBe(1_048_576);
     expect(c.deliveryTimeoutMs).toBe(15_000);
-    expect(c.stages).toEqual(['api', 'validate', 'filter', 'route', 'deliver', 'retry', 'evidence', 'sink']);
+    expect(c.stages).toEqual(['api', 'ingest', 'validate', 'filter', 'route', 'deliver', 'retry', 'evidence', 'sink']);
     expect(c.publicBaseUrl).toBe('http://127.0.0.1:8080');
     expect(c.ingestRateLimits).toEqual({ perHook: { limit: 500, windowSeconds: 1 }, perTenant: { limit: 2000, windowSeconds: 1 }, timeoutMs: 200 });
     expect(loadConfig({ ...KEK, INGEST_RATE_LIMIT_PER_HOOK: 'off', INGEST_RATE_LIMIT_PER_TENANT: '90/1m' }).ingestRateLimits).toMatchObject({ perHook: null, perTenant: { limit: 90, windowSeconds: 60 } });

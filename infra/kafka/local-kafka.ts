@@ -52,29 +52,47 @@ export function resolveKafkaJars(cacheRoot = path.join(REPO_ROOT, '.cache')): st
   return dir;
 }
 
-function serverProperties(dataDir: string, port: number, controllerPort: number): string {
+/** One KRaft node: broker and controller in one JVM, on fixed loopback ports. */
+export interface KafkaNodeSpec {
+  id: number;
+  port: number;
+  controllerPort: number;
+}
+
+/**
+ * A node's server.properties. With more than one node, internal topics are replicated three
+ * ways (or as many as there are nodes), a write needs two in-sync replicas, and a replica that
+ * fell behind is never elected leader: a broker's loss never loses an acknowledged record.
+ */
+function serverProperties(dataDir: string, node: KafkaNodeSpec, voters: readonly KafkaNodeSpec[]): string {
+  const replicas = Math.min(3, voters.length);
+  const minIsr = Math.min(2, replicas);
+  // a thread per core for requests, half that for the network (the defaults, 3 and 8, are for
+  // servers with cores to spare; on 2 cores the extra threads only switch); several nodes share the cores
+  const cores = Math.max(1, Math.floor(os.availableParallelism() / voters.length));
   return [
     'process.roles=broker,controller',
-    'node.id=1',
-    `controller.quorum.voters=1@127.0.0.1:${controllerPort}`,
-    `listeners=PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${controllerPort}`,
-    `advertised.listeners=PLAINTEXT://127.0.0.1:${port}`,
+    `node.id=${node.id}`,
+    `controller.quorum.voters=${voters.map((v) => `${v.id}@127.0.0.1:${v.controllerPort}`).join(',')}`,
+    `listeners=PLAINTEXT://127.0.0.1:${node.port},CONTROLLER://127.0.0.1:${node.controllerPort}`,
+    `advertised.listeners=PLAINTEXT://127.0.0.1:${node.port}`,
     'controller.listener.names=CONTROLLER',
     'inter.broker.listener.name=PLAINTEXT',
     'listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT',
     `log.dirs=${path.join(dataDir, 'log')}`,
     'num.partitions=1',
-    // a thread per core for requests, half that for the network (the defaults, 3 and 8, are for
-    // servers with cores to spare; on 2 cores the extra threads only switch)
-    `num.network.threads=${Math.max(2, Math.floor(os.availableParallelism() / 2))}`,
-    `num.io.threads=${Math.max(2, os.availableParallelism())}`,
+    `num.network.threads=${Math.max(2, Math.floor(cores / 2))}`,
+    `num.io.threads=${Math.max(2, cores)}`,
     'auto.create.topics.enable=false',
-    'offsets.topic.replication.factor=1',
+    `default.replication.factor=${replicas}`,
+    `min.insync.replicas=${minIsr}`,
+    'unclean.leader.election.enable=false',
+    `offsets.topic.replication.factor=${replicas}`,
     'offsets.topic.num.partitions=10',
-    'transaction.state.log.replication.factor=1',
-    'transaction.state.log.min.isr=1',
-    'share.coordinator.state.topic.replication.factor=1',
-    'share.coordinator.state.topic.min.isr=1',
+    `transaction.state.log.replication.factor=${replicas}`,
+    `transaction.state.log.min.isr=${minIsr}`,
+    `share.coordinator.state.topic.replication.factor=${replicas}`,
+    `share.coordinator.state.topic.min.isr=${minIsr}`,
     'group.initial.rebalance.delay.ms=0',
     'log.cleaner.min.compaction.lag.ms=0',
     '',
@@ -120,29 +138,25 @@ async function waitForPreviousBroker(pidFile: string): Promise<void> {
   if (isAlive(pid)) process.kill(pid, 'SIGKILL');
 }
 
-/**
- * A single-node Kafka (KRaft, broker and controller in one JVM) under `dataDir`, on free
- * loopback ports. The storage is formatted on the first start only, so topics and offsets
- * survive restarts. Resolves once the broker answers metadata requests.
- */
-export async function startLocalKafka(dataDir: string, options: { heap?: string } = {}): Promise<LocalKafka> {
-  requireJava();
+/** One node's JVM, started under `dataDir` (formatted on its first start only). */
+interface StartedNode {
+  child: ChildHandle;
+  dataDir: string;
+}
+
+async function startNode(dataDir: string, node: KafkaNodeSpec, voters: readonly KafkaNodeSpec[], clusterId: string, heap: string | undefined): Promise<StartedNode> {
   const libs = resolveKafkaJars();
   mkdirSync(dataDir, { recursive: true });
   const pidFile = path.join(dataDir, 'kafka.pid');
   await waitForPreviousBroker(pidFile);
-
-  const port = await freePort();
-  const controllerPort = await freePort();
   const propsFile = path.join(dataDir, 'server.properties');
-  writeFileSync(propsFile, serverProperties(dataDir, port, controllerPort));
+  writeFileSync(propsFile, serverProperties(dataDir, node, voters));
   const log4jFile = path.join(dataDir, 'log4j2.yaml');
   writeFileSync(log4jFile, log4jConfig(path.join(dataDir, 'server.log')));
   const classpath = `${libs}/*`;
 
   if (!existsSync(path.join(dataDir, 'log', 'meta.properties'))) {
     // base64url may begin with "-"; passed as --cluster-id=<id> it is never taken for an option
-    const clusterId = randomBytes(16).toString('base64url').slice(0, 22);
     const r = spawnSync('java', ['-cp', classpath, `-Dlog4j2.configurationFile=${log4jFile}`, 'kafka.tools.StorageTool', 'format', `--cluster-id=${clusterId}`, `--config=${propsFile}`], {
       encoding: 'utf8',
     });
@@ -150,11 +164,11 @@ export async function startLocalKafka(dataDir: string, options: { heap?: string 
   }
 
   const child: ChildHandle = spawnTethered(
-    'kafka',
+    `kafka-${node.id}`,
     'java',
     [
-      `-Xms${options.heap ?? '512m'}`,
-      `-Xmx${options.heap ?? '1g'}`,
+      `-Xms${heap ?? '512m'}`,
+      `-Xmx${heap ?? '1g'}`,
       '-XX:+UseG1GC',
       '-XX:MaxGCPauseMillis=20',
       '-Djava.awt.headless=true',
@@ -167,31 +181,53 @@ export async function startLocalKafka(dataDir: string, options: { heap?: string 
     { logFile: path.join(dataDir, 'stdout.log') },
   );
   writeFileSync(pidFile, String(child.pid));
-  const brokers = [`127.0.0.1:${port}`];
+  return { child, dataDir };
+}
 
-  let exitedEarly = false;
-  void child.exited.then(() => {
-    exitedEarly = true;
-  });
+/** Waits until `brokers` answer metadata with at least `count` brokers registered. */
+async function waitForBrokers(brokers: string[], count: number, started: StartedNode[]): Promise<void> {
+  const exited = new Set<StartedNode>();
+  for (const s of started) void s.child.exited.then(() => exited.add(s));
   const kafka = createKafka(brokers, 'local-kafka-probe', { quiet: true });
   const admin = kafka.admin({ retry: { retries: 0 } });
   try {
     await waitFor(
-      'local Kafka',
+      count > 1 ? `local Kafka cluster (${count} brokers)` : 'local Kafka',
       async () => {
-        if (exitedEarly) throw new Error(`the broker exited; see ${path.join(dataDir, 'server.log')}`);
+        const gone = started.find((s) => exited.has(s));
+        if (gone) throw new Error(`the broker exited; see ${path.join(gone.dataDir, 'server.log')}`);
         await admin.connect();
         const cluster = await admin.describeCluster();
-        if (cluster.brokers.length === 0) throw new Error('no broker registered yet');
+        if (cluster.brokers.length < count) throw new Error(`${cluster.brokers.length} of ${count} brokers registered`);
       },
-      90_000,
+      120_000,
       250,
     );
+  } finally {
+    await admin.disconnect().catch(() => undefined);
+  }
+}
+
+function newClusterId(): string {
+  return randomBytes(16).toString('base64url').slice(0, 22);
+}
+
+/**
+ * A single-node Kafka (KRaft, broker and controller in one JVM) under `dataDir`, on free
+ * loopback ports. The storage is formatted on the first start only, so topics and offsets
+ * survive restarts. Resolves once the broker answers metadata requests.
+ */
+export async function startLocalKafka(dataDir: string, options: { heap?: string } = {}): Promise<LocalKafka> {
+  requireJava();
+  const node: KafkaNodeSpec = { id: 1, port: await freePort(), controllerPort: await freePort() };
+  const started = await startNode(dataDir, node, [node], newClusterId(), options.heap);
+  const { child } = started;
+  const brokers = [`127.0.0.1:${node.port}`];
+  try {
+    await waitForBrokers(brokers, 1, [started]);
   } catch (err) {
     await child.stop(2_000);
     throw err;
-  } finally {
-    await admin.disconnect().catch(() => undefined);
   }
 
   return {
@@ -203,7 +239,118 @@ export async function startLocalKafka(dataDir: string, options: { heap?: string 
     },
     async stop() {
       await child.stop(15_000);
-      rmSync(pidFile, { force: true });
+      rmSync(path.join(dataDir, 'kafka.pid'), { force: true });
+    },
+  };
+}
+
+/** One node of a local cluster, which a fault test may kill, stop, continue and start again. */
+export interface LocalKafkaNode {
+  readonly id: number;
+  readonly broker: string;
+  /** The JVM's pid while it runs (the tether's child), undefined when stopped. */
+  readonly pid: number | undefined;
+  /** Sends a signal to the broker's JVM (SIGKILL, SIGSTOP, SIGCONT). */
+  signal(signal: NodeJS.Signals): void;
+  /** Starts the node again on its data and ports, after a kill or a stop. */
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export interface LocalKafkaCluster {
+  brokers: string[];
+  nodes: LocalKafkaNode[];
+  stop(): Promise<void>;
+}
+
+interface ClusterFile {
+  cluster_id: string;
+  nodes: KafkaNodeSpec[];
+}
+
+/** The JVM under a tether's bash: the one child of the tether whose command line is kafka.Kafka. */
+function jvmPid(tetherPid: number): number | undefined {
+  try {
+    const children = readFileSync(`/proc/${tetherPid}/task/${tetherPid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+    return children.find((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('kafka.Kafka'));
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A Kafka cluster of `nodes` KRaft nodes (each broker and controller) under `dataDir/node-<id>`,
+ * from the same Maven-fetched jars. Its cluster id and ports are chosen on the first start and
+ * kept in `dataDir/cluster.json`, so a restart, of the whole cluster or of one node, finds the
+ * same quorum and the same data.
+ */
+export async function startLocalKafkaCluster(dataDir: string, options: { nodes?: number; heap?: string } = {}): Promise<LocalKafkaCluster> {
+  requireJava();
+  mkdirSync(dataDir, { recursive: true });
+  const file = path.join(dataDir, 'cluster.json');
+  let layout: ClusterFile;
+  if (existsSync(file)) {
+    layout = JSON.parse(readFileSync(file, 'utf8')) as ClusterFile;
+  } else {
+    const count = options.nodes ?? 3;
+    const nodes: KafkaNodeSpec[] = [];
+    for (let id = 1; id <= count; id++) nodes.push({ id, port: await freePort(), controllerPort: await freePort() });
+    layout = { cluster_id: newClusterId(), nodes };
+    writeFileSync(file, `${JSON.stringify(layout, null, 2)}\n`);
+  }
+  const brokers = layout.nodes.map((n) => `127.0.0.1:${n.port}`);
+  const running = new Map<number, StartedNode>();
+  const nodeDir = (id: number) => path.join(dataDir, `node-${id}`);
+  const startOne = async (spec: KafkaNodeSpec) => {
+    const started = await startNode(nodeDir(spec.id), spec, layout.nodes, layout.cluster_id, options.heap ?? '512m');
+    running.set(spec.id, started);
+    return started;
+  };
+  const stopOne = async (id: number) => {
+    const s = running.get(id);
+    if (!s) return;
+    running.delete(id);
+    await s.child.stop(15_000);
+    rmSync(path.join(s.dataDir, 'kafka.pid'), { force: true });
+  };
+  try {
+    const started = await Promise.all(layout.nodes.map(startOne));
+    await waitForBrokers(brokers, layout.nodes.length, started);
+  } catch (err) {
+    await Promise.all(layout.nodes.map((n) => stopOne(n.id)));
+    throw err;
+  }
+  const nodes: LocalKafkaNode[] = layout.nodes.map((spec) => ({
+    id: spec.id,
+    broker: `127.0.0.1:${spec.port}`,
+    get pid() {
+      const s = running.get(spec.id);
+      return s ? jvmPid(s.child.pid) : undefined;
+    },
+    signal(signal) {
+      const s = running.get(spec.id);
+      const pid = s && jvmPid(s.child.pid);
+      if (pid === undefined) throw new Error(`broker ${spec.id} is not running`);
+      process.kill(pid, signal);
+    },
+    async start() {
+      const s = running.get(spec.id);
+      if (s) {
+        if (jvmPid(s.child.pid) !== undefined) throw new Error(`broker ${spec.id} is running`);
+        // a killed JVM leaves its tether to exit; wait for it before starting again
+        await s.child.exited;
+        running.delete(spec.id);
+      }
+      await startOne(spec);
+      await waitForBrokers([`127.0.0.1:${spec.port}`], layout.nodes.length, [running.get(spec.id)!]);
+    },
+    stop: () => stopOne(spec.id),
+  }));
+  return {
+    brokers,
+    nodes,
+    stop: async () => {
+      await Promise.all(layout.nodes.map((n) => stopOne(n.id)));
     },
   };
 }

@@ -549,6 +549,12 @@ describe('OpenAPI document', () => {
     const health = await call('getHealth');
     expect(health.status).toBe(200);
     expect(bodyOf(health).status).toBe('ok');
+    const ready = await call('getReadiness');
+    expect(ready.status).toBe(200);
+    expect(bodyOf(ready)).toMatchObject({ status: 'ok', stages: expect.arrayContaining(['api', 'ingest']) });
+    const alive = await call('getLiveness');
+    expect(alive.status).toBe(200);
+    expect(bodyOf(alive).status).toBe('alive');
 
     const served = await send(svc.url, 'GET', '/v1/openapi.json', {});
     if (served.status === 200) {
@@ -924,6 +930,11 @@ describe('OpenAPI document', () => {
     const health = await call('getHealth', {}, { target: unready.url });
     expect(health.status).toBe(503);
     expect(bodyOf(health)).toMatchObject({ status: 'unavailable', failing: expect.arrayContaining(['kafka', 'pipeline']) });
+    const ready = await call('getReadiness', {}, { target: unready.url });
+    expect(ready.status).toBe(503);
+    expect(bodyOf(ready)).toMatchObject({ status: 'unavailable', failing: expect.arrayContaining(['kafka', 'pipeline']) });
+    // alive while starting: liveness asks no dependency
+    expect((await call('getLiveness', {}, { target: unready.url })).status).toBe(200);
     // the Hook URL is not mounted yet: 503, so that senders retry instead of taking it for a missing ingester
     expectProblem(await call('receiveWebhook', { ingester_id: ingNone }, { target: unready.url, body: '{}' }), 503, 'service-unavailable');
   });
