@@ -23,19 +23,27 @@ const PLACE: SecretPlace = { kind: 'evidence', tenant: '-', id: 'checkpoint-sign
  * place. The key's name is the log's origin.
  */
 export function loadEvidenceSigner(source: EvidenceKeySource): NoteSigner {
-  if (source.signingKey) return parseSignerKey(source.signingKey);
+  return parseSignerKey(loadEvidenceSignerKey(source));
+}
+
+/**
+ * The signer key itself (`PRIVATE+KEY+…`), found as loadEvidenceSigner finds it: for a supervisor
+ * that hands one key to every process it starts (in their environment, never on disk in clear).
+ */
+export function loadEvidenceSignerKey(source: EvidenceKeySource): string {
+  if (source.signingKey) return source.signingKey;
   const file = path.join(source.dataDir, 'evidence', 'signing-key');
   if (existsSync(file)) {
     const text = readFileSync(file, 'utf8').trim();
-    if (isSealed(text)) return parseSignerKey(open(source.keyring, PLACE, text).toString('utf8'));
-    const signer = parseSignerKey(text);
+    if (isSealed(text)) return open(source.keyring, PLACE, text).toString('utf8');
+    parseSignerKey(text);
     writeSealed(file, source.keyring, text, true);
-    return signer;
+    return text;
   }
   const skey = generateSignerKey(source.origin ?? `hookline/evidence/${randomBytes(4).toString('hex')}`);
   mkdirSync(path.dirname(file), { recursive: true });
   writeSealed(file, source.keyring, skey, false);
-  return parseSignerKey(skey);
+  return skey;
 }
 
 /** Writes the sealed key; replacing goes through a rename, so a crash leaves the old file or the new one. */

@@ -1,0 +1,349 @@
+/**
+ * `npm run test:faults`: the service as two whole processes on a three-broker Kafka cluster,
+ * with Redis and a ClickHouse server, under steady load; each fault in turn while the load runs,
+ * and then every accepted webhook counted at the receiver. Writes bench/results/faults.json and
+ * faults.md. Exits 1 if any accepted webhook is lost or the evidence log is not one tree.
+ *
+ * FAULTS_RATE (webhooks/s, default 500), FAULTS_ONLY (comma list of fault names), FAULTS_DIR
+ * (keep the data there instead of a temporary directory).
+ */
+import http from 'node:http';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Pool } from 'undici';
+import { generateSignerKey } from '../core/signed-note';
+import { topicNames } from '../core/topics';
+import { startCluster, type RunningCluster, type ServiceInstance } from '../infra/cluster/cluster';
+import { AvroCodec } from '../platform/avro/codec';
+import { createKafka } from '../platform/kafka/client';
+import { randomKek } from '../test/support/keyring';
+import { checkEvidenceLog, type EvidenceLogCheck } from './lib/evidence-log-check';
+
+const RATE = Number(process.env.FAULTS_RATE ?? 500);
+const WARM_MS = 15_000;
+const AFTER_MS = 20_000;
+const DRAIN_MS = 300_000;
+const REQUEST_TIMEOUT_MS = 60_000;
+const MAX_OUTSTANDING = 4_000;
+const RESULTS = path.resolve(__dirname, 'results');
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const say = (line: string) => process.stderr.write(`[faults ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
+
+/** What the receiver saw of one webhook: how often, and when first. */
+interface Seen {
+  count: number;
+  firstAt: number;
+}
+
+/** A receiver that counts every delivery by the fault and sequence number in its body. */
+async function startReceiver(): Promise<{ url: string; seen: Map<string, Seen>; requests: () => number; close(): Promise<void> }> {
+  const seen = new Map<string, Seen>();
+  let requests = 0;
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      requests++;
+      try {
+        const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { f: string; s: number };
+        const key = `${body.f}:${body.s}`;
+        const s = seen.get(key);
+        if (s) s.count++;
+        else seen.set(key, { count: 1, firstAt: Date.now() });
+      } catch {
+        /* not one of ours */
+      }
+      res.writeHead(200).end();
+    });
+  });
+  server.keepAliveTimeout = 65_000;
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  const port = (server.address() as { port: number }).port;
+  return { url: `http://127.0.0.1:${port}/hook`, seen, requests: () => requests, close: () => new Promise((r) => { server.closeAllConnections(); server.close(() => r()); }) };
+}
+
+/** Steady load: `rate` webhooks a second across the Hook URLs of the processes that are up. */
+class Load {
+  phase = 'warmup';
+  readonly accepted = new Map<string, number>();
+  refused = 0;
+  private seq = 0;
+  private outstanding = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private readonly pools = new Map<ServiceInstance, Pool>();
+  readonly down = new Set<ServiceInstance>();
+
+  constructor(private readonly targets: ServiceInstance[], private readonly hookPath: string, private readonly rate: number) {
+    for (const t of targets) this.pools.set(t, new Pool(t.url, { connections: 64, pipelining: 1, headersTimeout: REQUEST_TIMEOUT_MS, bodyTimeout: REQUEST_TIMEOUT_MS }));
+  }
+
+  start(): void {
+    const tickMs = 20;
+    let due = 0;
+    let last = Date.now();
+    this.timer = setInterval(() => {
+      const now = Date.now();
+      due += ((now - last) * this.rate) / 1000;
+      last = now;
+      const up = this.targets.filter((t) => !this.down.has(t));
+      while (due >= 1 && up.length > 0) {
+        due--;
+        if (this.outstanding >= MAX_OUTSTANDING) {
+          this.refused++;
+          continue;
+        }
+        this.send(up[this.seq % up.length]!);
+      }
+    }, tickMs);
+  }
+
+  private send(target: ServiceInstance): void {
+    const seq = this.seq++;
+    const phase = this.phase;
+    const body = JSON.stringify({ f: phase, s: seq, pad: 'x'.repeat(200) });
+    this.outstanding++;
+    this.pools
+      .get(target)!
+      .request({ path: this.hookPath, method: 'POST', headers: { 'content-type': 'application/json' }, body })
+      .then(async (res) => {
+        await res.body.dump();
+        if (res.statusCode === 202) this.accepted.set(`${phase}:${seq}`, Date.now());
+        else this.refused++;
+      })
+      .catch(() => {
+        this.refused++;
+      })
+      .finally(() => {
+        this.outstanding--;
+      });
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    while (this.outstanding > 0) await sleep(100);
+    await Promise.all([...this.pools.values()].map((p) => p.close()));
+  }
+}
+
+interface Fault {
+  name: string;
+  /** Injects the fault; resolves when it is cleared, with the moment it was cleared. */
+  run(c: RunningCluster, load: Load): Promise<number>;
+}
+
+const killedBroker = 2;
+
+const FAULTS: Fault[] = [
+  {
+    name: 'broker_sigkill',
+    async run(c) {
+      const node = c.kafka.nodes[killedBroker - 1]!;
+      say(`SIGKILL broker ${node.id}`);
+      node.signal('SIGKILL');
+      await sleep(20_000);
+      await node.start();
+      say(`broker ${node.id} back`);
+      return Date.now();
+    },
+  },
+  {
+    name: 'broker_sigstop_30s',
+    async run(c) {
+      const node = c.kafka.nodes[0]!;
+      say(`SIGSTOP broker ${node.id} for 30 s`);
+      node.signal('SIGSTOP');
+      await sleep(30_000);
+      node.signal('SIGCONT');
+      say(`SIGCONT broker ${node.id}`);
+      return Date.now();
+    },
+  },
+  {
+    name: 'stage_process_sigkill',
+    async run(c, load) {
+      const victim = c.processes[1]!;
+      say(`SIGKILL ${victim.name} (every stage; ${c.processes[0]!.name} runs on)`);
+      load.down.add(victim);
+      victim.signal('SIGKILL');
+      const killedAt = Date.now();
+      await victim.exited();
+      await sleep(20_000);
+      await victim.start();
+      load.down.delete(victim);
+      say(`${victim.name} started again`);
+      // the survivor must take the dead member's partitions: recovery counts from the kill
+      return killedAt;
+    },
+  },
+  {
+    name: 'redis_down_60s',
+    async run(c) {
+      say('Redis down for 60 s');
+      await c.redis.stop();
+      await sleep(60_000);
+      await c.redis.start();
+      say('Redis back');
+      return Date.now();
+    },
+  },
+  {
+    name: 'clickhouse_down_60s',
+    async run(c) {
+      say('ClickHouse down for 60 s');
+      await c.clickhouse.stop();
+      await sleep(60_000);
+      await c.clickhouse.start();
+      say('ClickHouse back');
+      return Date.now();
+    },
+  },
+  {
+    name: 'full_restart',
+    async run(c, load) {
+      say('SIGKILL of every service process and broker, Redis and ClickHouse stopped; all started again on the same data');
+      for (const p of c.processes) load.down.add(p);
+      for (const p of c.processes) p.signal('SIGKILL');
+      for (const n of c.kafka.nodes) n.signal('SIGKILL');
+      await Promise.all([...c.processes.map((p) => p.exited()), c.redis.stop(), c.clickhouse.stop()]);
+      await sleep(2_000);
+      await Promise.all([c.redis.start(), c.clickhouse.start(), ...c.kafka.nodes.map((n) => n.start())]);
+      await c.processes[0]!.start();
+      await Promise.all(c.processes.slice(1).map((p) => p.start()));
+      for (const p of c.processes) load.down.delete(p);
+      say('everything back');
+      return Date.now();
+    },
+  },
+];
+
+interface FaultResult {
+  name: string;
+  accepted: number;
+  delivered: number;
+  lost: number;
+  duplicates: number;
+  recovery_s: number;
+  refused: number;
+  evidence: EvidenceLogCheck;
+}
+
+async function api(base: string, key: string, method: string, p: string, body?: unknown): Promise<any> {
+  const res = await fetch(`${base}${p}`, { method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const json = (await res.json()) as unknown;
+  if (!res.ok) throw new Error(`${method} ${p}: ${res.status} ${JSON.stringify(json)}`);
+  return json;
+}
+
+async function main(): Promise<void> {
+  const only = process.env.FAULTS_ONLY?.split(',').map((s) => s.trim()).filter(Boolean);
+  const faults = only ? FAULTS.filter((f) => only.includes(f.name)) : FAULTS;
+  if (only && faults.length !== only.length) throw new Error(`FAULTS_ONLY: known faults are ${FAULTS.map((f) => f.name).join(', ')}`);
+  const dataDir = process.env.FAULTS_DIR ? path.resolve(process.env.FAULTS_DIR) : mkdtempSync(path.join(tmpdir(), 'hookline-faults-'));
+  const signingKey = generateSignerKey('hookline.faults/evidence');
+  const receiver = await startReceiver();
+  const started = Date.now();
+  const cluster = await startCluster({
+    dataDir,
+    brokers: 3,
+    plan: [
+      { name: 'hookline-1', args: [] },
+      { name: 'hookline-2', args: [] },
+    ],
+    env: {
+      ...process.env,
+      HOOKLINE_ENV: 'production',
+      SECRETS_KEK: randomKek('faults'),
+      EVIDENCE_SIGNING_KEY: signingKey,
+      DESTINATION_ALLOWED_NETWORKS: 'loopback',
+      INGEST_RATE_LIMIT_PER_HOOK: 'off',
+      INGEST_RATE_LIMIT_PER_TENANT: 'off',
+      KAFKA_PARTITIONS: '6',
+      LOG_LEVEL: 'warn',
+      BOOTSTRAP_DEMO_TENANT: 'true',
+    },
+    say,
+  });
+  const results: FaultResult[] = [];
+  let exitCode = 0;
+  try {
+    say(`cluster up in ${Math.round((Date.now() - started) / 1000)} s`);
+    const key = cluster.demoKey();
+    if (!key) throw new Error('the first process printed no demo key');
+    const base = cluster.processes[0]!.url;
+    const dest = await api(base, key, 'POST', '/v1/tenants/demo/destinations', { name: 'fault receiver', url: receiver.url });
+    const ing = await api(base, key, 'POST', '/v1/tenants/demo/ingesters', { name: 'fault load', provider: 'none', config: {}, destination_ids: [dest.id] });
+    const hookPath = `/v1/hooks/${ing.id as string}`;
+    const load = new Load(cluster.processes, hookPath, RATE);
+    load.start();
+    const kafka = createKafka(cluster.kafka.brokers, 'hookline-faults-check');
+    const codec = AvroCodec.connect(cluster.registryUrl);
+    const evidenceTopic = topicNames('', []).evidenceLeaves;
+    const windows: { name: string; clearedAt: number; refusedBefore: number; refusedAfter: number; evidence: EvidenceLogCheck }[] = [];
+    for (const fault of faults) {
+      load.phase = fault.name;
+      const refusedBefore = load.refused;
+      say(`${fault.name}: ${WARM_MS / 1000} s of load at ${RATE}/s first`);
+      await sleep(WARM_MS);
+      const clearedAt = await fault.run(cluster, load);
+      await sleep(AFTER_MS);
+      const evidence = await checkEvidenceLog(kafka, codec, evidenceTopic, signingKey);
+      say(`${fault.name}: evidence log ${evidence.consistent ? `one tree of ${evidence.tree_size} leaves` : `NOT CONSISTENT: ${evidence.problem}`}`);
+      windows.push({ name: fault.name, clearedAt, refusedBefore, refusedAfter: load.refused, evidence });
+    }
+    load.phase = 'tail';
+    await load.stop();
+    say(`load stopped: ${load.accepted.size} accepted, ${load.refused} refused; waiting for every accepted webhook`);
+    const deadline = Date.now() + DRAIN_MS;
+    const undelivered = () => [...load.accepted.keys()].filter((k) => !receiver.seen.has(k)).length;
+    while (undelivered() > 0 && Date.now() < deadline) await sleep(1_000);
+    // late duplicates (a redelivery after a rebalance) have a moment to show
+    await sleep(5_000);
+    const final = await checkEvidenceLog(kafka, codec, evidenceTopic, signingKey);
+    say(`evidence log at the end: ${final.consistent ? `one tree of ${final.tree_size} leaves` : `NOT CONSISTENT: ${final.problem}`}`);
+    for (const w of windows) {
+      const mine = [...load.accepted].filter(([k]) => k.startsWith(`${w.name}:`));
+      const delivered = mine.filter(([k]) => receiver.seen.has(k));
+      const duplicates = [...receiver.seen].filter(([k]) => k.startsWith(`${w.name}:`)).reduce((n, [, s]) => n + s.count - 1, 0);
+      const before = mine.filter(([, at]) => at <= w.clearedAt).map(([k]) => receiver.seen.get(k)?.firstAt ?? Number.POSITIVE_INFINITY);
+      const lastBefore = before.length > 0 ? Math.max(...before) : w.clearedAt;
+      results.push({
+        name: w.name,
+        accepted: mine.length,
+        delivered: delivered.length,
+        lost: mine.length - delivered.length,
+        duplicates,
+        recovery_s: Number.isFinite(lastBefore) ? Math.max(0, Math.round((lastBefore - w.clearedAt) / 100) / 10) : -1,
+        refused: w.refusedAfter - w.refusedBefore,
+        evidence: w.evidence,
+      });
+    }
+    if (results.some((r) => r.lost > 0 || !r.evidence.consistent) || !final.consistent) exitCode = 1;
+  } finally {
+    await cluster.stop();
+    await receiver.close();
+    if (!process.env.FAULTS_DIR && exitCode === 0) rmSync(dataDir, { recursive: true, force: true });
+  }
+  const out = {
+    when: new Date().toISOString(),
+    rate_per_s: RATE,
+    topology: '3 KRaft brokers (RF 3, min.insync.replicas 2), 2 service processes running every stage, Redis, ClickHouse server',
+    faults: results.map(({ evidence, ...r }) => ({ ...r, evidence_consistent: evidence.consistent, evidence_tree_size: evidence.tree_size, ...(evidence.problem ? { evidence_problem: evidence.problem } : {}) })),
+  };
+  mkdirSync(RESULTS, { recursive: true });
+  writeFileSync(path.join(RESULTS, 'faults.json'), `${JSON.stringify(out, null, 2)}\n`);
+  const table = [
+    '| fault | accepted | delivered | lost | duplicates | recovery (s) | refused at the Hook URL | evidence log |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |',
+    ...out.faults.map((f) => `| ${f.name} | ${f.accepted} | ${f.delivered} | ${f.lost} | ${f.duplicates} | ${f.recovery_s} | ${f.refused} | ${f.evidence_consistent ? `one tree, ${f.evidence_tree_size} leaves` : `NOT CONSISTENT: ${f.evidence_problem}`} |`),
+  ].join('\n');
+  writeFileSync(path.join(RESULTS, 'faults.md'), `# Fault tests (${out.when}, ${RATE} webhooks/s offered)\n\n${out.topology}.\n\n${table}\n`);
+  process.stdout.write(`${table}\n`);
+  process.exit(exitCode);
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`faults: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
+  process.exit(1);
+});
