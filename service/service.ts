@@ -222,7 +222,10 @@ export async function startService(config: Config, log = new Logger(config.logLe
     });
     cleanups.push(async () => breakers.shutdown());
     const outputs = new BatchingProducer(producer, { maxBatch: 1_000, maxInFlight: 3 });
-    const runnerDeps: RunnerDeps = { kafka, outputs, codec, log, groupPrefix: groupPrefixOf(config.topicPrefix), deadLetterTopic: topics.eventsDlq };
+    const runnerDeps: RunnerDeps = {
+      kafka, outputs, codec, log, groupPrefix: groupPrefixOf(config.topicPrefix), deadLetterTopic: topics.eventsDlq,
+      config: { versions: store, waitMs: config.configVersionWaitMs },
+    };
     const running: RunningStage[] = [];
     // stages stop before the producer and the store they write through
     cleanups.push(() => Promise.all(running.map((s) => s.stop())));
