@@ -285,7 +285,7 @@ export async function startService(config: Config, log = new Logger(config.logLe
     ingestDeps = { topics, config: store, codec, producer: new BatchingProducer(producer, { lingerMs: config.ingestLingerMs }), maxBodyBytes: config.ingestMaxBodyBytes, maxHops: config.maxHops, log, limiter };
     ingest = ingestRouter(ingestDeps);
     const evidenceStore = clickhouse && new EvidenceStore(clickhouse, config.clickhouseDatabase);
-    if (clickhouse) services = { store, clickhouse, clickhouseDatabase: config.clickhouseDatabase, claims: new RedisNameClaims(redis, config.topicPrefix), replay: { producer, codec, topics, redis, prefix: config.topicPrefix },
+    if (clickhouse) services = { store, clickhouse, clickhouseDatabase: config.clickhouseDatabase, claims: new RedisNameClaims(redis, config.topicPrefix), replay: { producer, codec, topics, redis, prefix: config.topicPrefix, config: store },
       publicBaseUrl: resolvePort(config.publicBaseUrl),
       redis,
       redisPrefix: config.topicPrefix,
