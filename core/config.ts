@@ -60,6 +60,8 @@ export interface Config {
   destinationAllowedNetworks: AllowList;
   breaker: { errorThresholdPercentage: number; volumeThreshold: number; resetTimeoutMs: number; rollingWindowMs: number };
   deliveryMaxInFlight: number;
+  /** Longest a stage waits for this process to apply the configuration version a record names (ms). */
+  configVersionWaitMs: number;
   deliveryPerDestination: number;
   sinkBatchRows: number;
   sinkFlushMs: number;
@@ -358,6 +360,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
       rollingWindowMs: r.integer('BREAKER_WINDOW_MS', 10_000, 1_000, 3_600_000),
     },
     deliveryMaxInFlight: r.integer('DELIVERY_MAX_IN_FLIGHT', 2_000, 1, 100_000),
+    configVersionWaitMs: r.integer('CONFIG_VERSION_WAIT_MS', 5_000, 0, 600_000),
     deliveryPerDestination: r.integer('DELIVERY_PER_DESTINATION', 32, 1, 10_000),
     sinkBatchRows: r.integer('SINK_BATCH_ROWS', 20_000, 1, 1_000_000),
     sinkFlushMs: r.integer('SINK_FLUSH_MS', 500, 10, 60_000),
@@ -473,6 +476,7 @@ export const SETTINGS: SettingDoc[] = [
   { env: 'BREAKER_RESET_MS', default: '30000', unit: 'milliseconds', description: 'How long an open breaker holds deliveries back before one trial attempt (half-open).' },
   { env: 'BREAKER_WINDOW_MS', default: '10000', unit: 'milliseconds', description: 'Rolling window of the breaker\'s statistics.' },
   { env: 'DELIVERY_MAX_IN_FLIGHT', default: '2000', unit: 'deliveries', description: 'Deliveries one process attempts at once; beyond it, consumption pauses.' },
+  { env: 'CONFIG_VERSION_WAIT_MS', default: '5000', unit: 'milliseconds', description: 'Longest a stage holds a record whose `hookline-config-version` header names configuration this process has not applied yet (an ingester or destination just changed through another process). Past it the record is decided with the configuration this process has, and a warning is logged (at most every 10 s, with the count); 0 never waits.' },
   { env: 'DELIVERY_PER_DESTINATION', default: '32', unit: 'requests', description: 'Concurrent requests to one destination from one process.' },
   { env: 'SINK_BATCH_ROWS', default: '20000', unit: 'rows', description: 'Rows the ClickHouse sink gathers before an insert.' },
   { env: 'SINK_FLUSH_MS', default: '500', unit: 'milliseconds', description: 'Longest time a row waits in the sink before its insert. Every insert makes a part the engine merges later: shorter waits cost CPU, longer ones delay `acked` and query freshness.' },

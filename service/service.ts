@@ -225,7 +225,10 @@ export async function startService(config: Config, log = new Logger(config.logLe
     });
     cleanups.push(async () => breakers.shutdown());
     const outputs = new BatchingProducer(producer, { maxBatch: 1_000, maxInFlight: 3 });
-    const runnerDeps: RunnerDeps = { kafka, outputs, codec, log, groupPrefix: groupPrefixOf(config.topicPrefix), deadLetterTopic: topics.eventsDlq };
+    const runnerDeps: RunnerDeps = {
+      kafka, outputs, codec, log, groupPrefix: groupPrefixOf(config.topicPrefix), deadLetterTopic: topics.eventsDlq,
+      config: { versions: store, waitMs: config.configVersionWaitMs },
+    };
     const running: RunningStage[] = [];
     // stages stop before the producer and the store they write through
     cleanups.push(() => Promise.all(running.map((s) => s.stop())));
@@ -287,7 +290,7 @@ export async function startService(config: Config, log = new Logger(config.logLe
       ingest = ingestRouter(ingestDeps);
     }
     const evidenceStore = clickhouse && new EvidenceStore(clickhouse, config.clickhouseDatabase);
-    if (clickhouse) services = { store, clickhouse, clickhouseDatabase: config.clickhouseDatabase, claims: new RedisNameClaims(redis, config.topicPrefix), replay: { producer, codec, topics, redis, prefix: config.topicPrefix },
+    if (clickhouse) services = { store, clickhouse, clickhouseDatabase: config.clickhouseDatabase, claims: new RedisNameClaims(redis, config.topicPrefix), replay: { producer, codec, topics, redis, prefix: config.topicPrefix, config: store },
       publicBaseUrl: resolvePort(config.publicBaseUrl),
       redis,
       redisPrefix: config.topicPrefix,

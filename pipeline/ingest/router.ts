@@ -9,6 +9,7 @@ import type { Logger } from '../../core/log';
 import type { AvroCodec } from '../../platform/avro/codec';
 import type { Header, WebhookEvent } from '../../platform/avro/records';
 import type { BatchingProducer } from '../../platform/kafka/batching-producer';
+import { CONFIG_VERSION_HEADER } from '../runtime/config-version';
 import { correlationIdOf } from './correlation';
 import { REDACTED_HEADERS, REDACTED_VALUE } from '../../core/secrets/redacted-headers';
 import type { IngestLimiter, Refusal } from './limits';
@@ -17,6 +18,8 @@ export interface IngesterFinder {
   find(kind: 'ingester', id: string): Ingester | undefined;
   /** Catches up with configuration written elsewhere (a just-created ingester). */
   sync(): Promise<void>;
+  /** The configuration version this process has applied: the stages wait for it before deciding. */
+  readonly version: bigint;
 }
 
 export interface IngestDeps {
@@ -69,7 +72,9 @@ export interface Accepted {
 /**
  * Stores one webhook, acknowledged by Kafka (acks=all) before this resolves. The event record on
  * `webhooks.received` is itself the record of its `received` state (the sink writes the
- * transition row from it). `url` is the request target as sent (path and query).
+ * transition row from it). `url` is the request target as sent (path and query). The record
+ * names the configuration version it was accepted with, so that a validating process that has
+ * not applied that ingester yet waits for it instead of refusing the webhook.
  */
 export async function acceptWebhook(deps: IngestDeps, ingester: Ingester, req: IncomingMessage, url: string, payload: Buffer): Promise<Accepted> {
   const hops = hopsOf(req.headers[HOPS_HEADER]);
@@ -94,8 +99,10 @@ export async function acceptWebhook(deps: IngestDeps, ingester: Ingester, req: I
     hops,
   };
   const eventValue = await deps.codec.encode(deps.topics.received, 'WebhookEvent', event);
+  // read after the ingester was found, so it covers the configuration the webhook was accepted with
+  const headers = { [CONFIG_VERSION_HEADER]: deps.config.version.toString() };
   try {
-    await deps.producer.send([{ topic: deps.topics.received, messages: [{ key: `${event.tenant_id}/${event.ingester_id}`, value: eventValue }] }]);
+    await deps.producer.send([{ topic: deps.topics.received, messages: [{ key: `${event.tenant_id}/${event.ingester_id}`, value: eventValue, headers }] }]);
   } catch (err) {
     // Kafka not acknowledging is a passing condition: the sender should retry, not give up
     if (err instanceof Error && err.name.startsWith('KafkaJS')) throw new AppError('service-unavailable', 'the event could not be stored durably; retry shortly', {}, true, { cause: err });

@@ -1,6 +1,7 @@
 import { consumerSpec, type Topics } from '../../core/topics';
 import type { DeliveryTask } from '../../platform/avro/records';
 import { delayTopicFor } from '../deliver/delay';
+import { requiredVersion, stampVersion } from '../runtime/config-version';
 import { consume, type ConsumedBatch, type Consuming, type RunnerDeps, type RunningStage } from '../runtime/consume';
 import type { AnyOutput } from '../runtime/stage';
 
@@ -41,7 +42,9 @@ export async function runDelayTiers(topics: Topics, deps: RunnerDeps, now: () =>
       }
       if (message.value !== null) {
         const decoded = await batch.decode<'DeliveryTask'>(message as typeof message & { value: Buffer });
-        due.push(decoded.undecodable !== undefined ? decoded.letter() : forward(topics, decoded.value, now()));
+        const next = decoded.undecodable !== undefined ? decoded.letter() : forward(topics, decoded.value, now());
+        // the task goes on as it was decided: the deliver stage waits for the version it names
+        due.push(...stampVersion([next], consuming.config.decided(requiredVersion(message.headers))));
       }
       lastDue = message.offset;
     }

@@ -5,6 +5,7 @@ import { UndecodableRecordError, type AvroCodec } from '../../platform/avro/code
 import type { RecordName, RecordTypes } from '../../platform/avro/records';
 import type { BatchingProducer } from '../../platform/kafka/batching-producer';
 import { undecodableLetter, undecodableReason } from '../dead-letter';
+import { ConfigGate, type ConfigVersions } from './config-version';
 import { OffsetCommits } from './offset-commits';
 import type { AnyOutput, Output } from './stage';
 
@@ -25,6 +26,13 @@ export interface RunnerDeps {
    * fails its batch, which is consumed again until it passes.
    */
   deadLetterTopic?: string;
+  /**
+   * This process's configuration, for the version header: a record is decided only once the
+   * store has the version its input names (waiting at most `waitMs`), and its outputs name the
+   * version it was decided with. Unset (tools, some tests), nothing waits and outputs carry
+   * their input's version.
+   */
+  config?: { versions: ConfigVersions; waitMs: number };
 }
 
 export interface RunningStage {
@@ -62,6 +70,8 @@ export interface ConsumedBatch {
 /** What a batch handler may do with the consumer beyond its batch. */
 export interface Consuming {
   readonly log: Logger;
+  /** Holds decisions until this process has the configuration version their input names. */
+  readonly config: ConfigGate;
   stopped(): boolean;
   /** Commits `next` (the next offset to read) within 100 ms, together with other partitions'. */
   scheduleCommit(topic: string, partition: number, next: bigint): void;
@@ -150,6 +160,7 @@ export async function consume(deps: RunnerDeps, options: ConsumeOptions, handle:
 
   const consuming: Consuming = {
     log,
+    config: new ConfigGate(deps.config?.versions, deps.config?.waitMs ?? 0, log),
     stopped: () => stopped,
     scheduleCommit: (topic, partition, next) => commits.schedule(topic, partition, next),
     commitNow: (offsets) => consumer.commitOffsets(offsets),

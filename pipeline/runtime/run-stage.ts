@@ -1,9 +1,11 @@
+import type { IHeaders } from 'kafkajs';
 import { errorMessage } from '../../core/log';
 import { groupIdOf } from '../../core/topics';
 import { consumerLag } from '../../platform/kafka/lag';
 import { poisonLetter } from '../dead-letter';
 import { consume, type ConsumedBatch, type Consuming, type EncodedOutput, type RunnerDeps, type RunningStage } from './consume';
-import { CHAINED_HEADER, checkWrites, type RecordStage, type Stage, type StageContext } from './stage';
+import { requiredVersion, stampVersion } from './config-version';
+import { CHAINED_HEADER, checkWrites, type AnyOutput, type RecordStage, type Stage, type StageContext } from './stage';
 
 export type { RunnerDeps, RunningStage } from './consume';
 
@@ -20,18 +22,23 @@ export const backoff = (attempt: number): Promise<void> => new Promise((r) => se
  * (HANDLER_ATTEMPTS by default) with a growing pause between tries; after the last, the record
  * becomes a dead letter with the reason and its original bytes (an output like any other), so
  * its partition goes on. Outputs that do not encode count as the handler's failure. Without a
- * dead-letter topic, or while stopping, the error is thrown.
+ * dead-letter topic, or while stopping, the error is thrown. The handler runs only once this
+ * process has the configuration version the record names (or the bounded wait is over), and
+ * every output names the version it was decided with.
  */
 export async function handleRecord<S extends RecordStage>(stage: S, deps: RunnerDeps, consuming: Consuming, value: Parameters<S['handle']>[0], ctx: StageContext): Promise<EncodedOutput[]> {
   const attempts = stage.attempts ?? HANDLER_ATTEMPTS;
+  const waiting = consuming.config.ready(ctx.configVersion);
+  if (waiting) await waiting;
+  const decided = (outputs: AnyOutput[]) => consuming.encode(stampVersion(outputs, consuming.config.decided(ctx.configVersion)));
   for (let attempt = 1; ; attempt++) {
     try {
       const outputs = await stage.handle(value as never, ctx);
       checkWrites(stage, outputs);
-      return await consuming.encode(outputs);
+      return await decided(outputs);
     } catch (err) {
       if (consuming.stopped() || (attempt >= attempts && !deps.deadLetterTopic)) throw err;
-      if (attempt >= attempts) return consuming.encode([poisonLetter(deps.deadLetterTopic!, stage.name, consuming.log, ctx, value, `stage ${stage.name} failed on this record ${attempt} times: ${errorMessage(err)}`)]);
+      if (attempt >= attempts) return decided([poisonLetter(deps.deadLetterTopic!, stage.name, consuming.log, ctx, value, `stage ${stage.name} failed on this record ${attempt} times: ${errorMessage(err)}`)]);
       consuming.log.error('handling failed; trying again', { attempt, error: errorMessage(err) });
       await backoff(attempt);
     }
@@ -39,8 +46,13 @@ export async function handleRecord<S extends RecordStage>(stage: S, deps: Runner
 }
 
 /** The context of `message` in `batch`, for handlers and dead letters. */
-export function contextOf(batch: ConsumedBatch, consuming: Consuming, message: { offset: string; key: Buffer | null; value: Buffer }): StageContext {
-  return { log: consuming.log, position: { partition: batch.partition, offset: message.offset }, source: { topic: batch.topic, key: message.key, value: message.value } };
+export function contextOf(batch: ConsumedBatch, consuming: Consuming, message: { offset: string; key: Buffer | null; value: Buffer; headers?: IHeaders }): StageContext {
+  return {
+    log: consuming.log,
+    position: { partition: batch.partition, offset: message.offset },
+    source: { topic: batch.topic, key: message.key, value: message.value },
+    configVersion: requiredVersion(message.headers),
+  };
 }
 
 async function mapInOrder<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
@@ -83,7 +95,7 @@ export async function runStage(stage: Stage, deps: RunnerDeps, until?: ReadonlyM
     const messages = inRange.filter((m): m is typeof m & { value: Buffer } => m.value !== null && !(until && m.headers?.[CHAINED_HEADER] !== undefined));
     const outputs = await mapInOrder(messages, recordStage.concurrency ?? 16, async (message) => {
       const decoded = await batch.decode(message);
-      if (decoded.undecodable !== undefined) return consuming.encode([decoded.letter()]);
+      if (decoded.undecodable !== undefined) return consuming.encode(stampVersion([decoded.letter()], requiredVersion(message.headers)));
       return handleRecord(recordStage, deps, consuming, decoded.value, contextOf(batch, consuming, message));
     });
     await consuming.send(outputs.flat());

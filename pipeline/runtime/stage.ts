@@ -24,6 +24,12 @@ export interface StageContext {
   position: { partition: number; offset: string };
   /** The input record as consumed, for a dead letter that must carry its original bytes. */
   source: { topic: string; key: Buffer | null; value: Buffer };
+  /**
+   * The configuration version the input record names (0: written before versions). The runtime
+   * has waited for this process to apply it before the handler runs, and names the version the
+   * decision was made with on every output (CONFIG_VERSION_HEADER).
+   */
+  configVersion: bigint;
 }
 
 /**

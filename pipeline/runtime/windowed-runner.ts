@@ -1,6 +1,7 @@
 import { errorMessage } from '../../core/log';
 import type { RecordName, RecordTypes } from '../../platform/avro/records';
 import { consume, type ConsumedBatch, type Consuming, type EncodedOutput, type RunnerDeps, type RunningStage } from './consume';
+import { requiredVersion, stampVersion } from './config-version';
 import { backoff, contextOf, handleRecord } from './run-stage';
 import type { RecordStage, StageContext } from './stage';
 
@@ -142,7 +143,7 @@ export async function runWindowedStage<N extends RecordName>(stage: RecordStage<
         let work: Promise<EncodedOutput[] | RecordTypes[N]>;
         try {
           const decoded = await batch.decode<N>(message as typeof message & { value: Buffer });
-          work = decoded.undecodable !== undefined ? consuming.encode([decoded.letter()]) : Promise.resolve(decoded.value);
+          work = decoded.undecodable !== undefined ? consuming.encode(stampVersion([decoded.letter()], requiredVersion(message.headers))) : Promise.resolve(decoded.value);
         } catch (err) {
           // a registry that does not answer (or bytes with nowhere to be set aside) fail the
           // batch, fetched again from this record: it must not hold a slot meanwhile

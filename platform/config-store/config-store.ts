@@ -17,6 +17,9 @@ interface Written {
   updateOnly: boolean;
 }
 
+/** The config topic's one partition: its offsets are the configuration versions. */
+const CONFIG_PARTITION = 0;
+
 const tenantOf = (entity: Entity): string => (entity.kind === 'tenant' ? entity.id : entity.tenant_id);
 
 /**
@@ -41,6 +44,8 @@ export class ConfigStore {
   private producer: Producer | undefined;
   private syncing: Promise<void> | undefined;
   private readonly listeners = new Set<(entity: Entity, deleted: boolean) => void>();
+  /** Per entity key: the offset of the record it was last written by (its version). */
+  private readonly versions = new Map<string, bigint>();
   /** Per entity key: the key ids its secrets are sealed under on the topic, and how many are still clear. */
   private readonly sealings = new Map<string, { keyIds: string[]; clear: number }>();
 
@@ -68,7 +73,7 @@ export class ConfigStore {
           throw err;
         }
       },
-      apply: (key, value) => {
+      apply: (key, value, position) => {
         if (value !== null && value.unreadable !== undefined) {
           const reason = value.unreadable;
           // the last good version stays in use; start() refuses to begin on such a record
@@ -79,9 +84,11 @@ export class ConfigStore {
         this.unreadable.delete(key);
         if (value === null) {
           this.sealings.delete(key);
+          this.versions.delete(key);
           this.apply(key, null);
         } else if (this.apply(key, value)) {
           this.sealings.set(key, value.sealing);
+          this.versions.set(key, BigInt(position.offset));
         }
       },
     });
@@ -133,6 +140,33 @@ export class ConfigStore {
     const out: EntityOf<K>[] = [];
     for (const e of this.entities.values()) if (e.kind === kind) out.push(e as EntityOf<K>);
     return out;
+  }
+
+  /**
+   * The configuration version: the offset of the newest config record this process has applied
+   * (-1 before any). The config topic has one partition, so one offset orders every change; it
+   * moves before the change is visible to anyone (see TopicTable), and a write through this store
+   * resolves only once it is at least the written record's offset.
+   */
+  get version(): bigint {
+    return this.table.nextOffset(CONFIG_PARTITION) - 1n;
+  }
+
+  /**
+   * Resolves true once this process has applied version `v` (at once, without a timer, when it
+   * already has), false when `timeoutMs` passes first or the reader has failed.
+   */
+  waitForVersion(v: bigint, timeoutMs: number): Promise<boolean> {
+    if (this.version >= v) return Promise.resolve(true);
+    return this.table.waitFor({ partition: CONFIG_PARTITION, offset: v.toString() }, timeoutMs).then(
+      () => true,
+      () => false,
+    );
+  }
+
+  /** The version an entity was last written at (its record's offset), while it exists here. */
+  versionOf(kind: EntityKind, tenantId: string, id: string): bigint | undefined {
+    return this.versions.get(entityKey(kind, tenantId, id));
   }
 
   /** The id of the key new secrets are sealed under. */

@@ -61,6 +61,9 @@ export class TopicTable<V> {
           const key = message.key?.toString('utf8') ?? '';
           const value = message.value === null ? null : await this.options.decode(message.value);
           this.options.apply(key, value, { partition: batch.partition, offset: message.offset });
+          // per record, not per batch: a reader that sees this record's effect also sees the
+          // position move past it (the config store's version must never lag what it shows)
+          this.advance(batch.partition, BigInt(message.offset) + 1n);
         }
         if (batch.messages.length > 0) {
           this.advance(batch.partition, BigInt(batch.lastOffset()) + 1n);
@@ -72,6 +75,11 @@ export class TopicTable<V> {
       },
     });
     await this.catchUp(timeoutMs);
+  }
+
+  /** The next offset of `partition` to apply: every record before it has been applied (or compacted away). */
+  nextOffset(partition: number): bigint {
+    return this.next.get(partition) ?? 0n;
   }
 
   /** Resolves once the record at `offset` of `partition` (and all before it) has been applied. */

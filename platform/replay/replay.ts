@@ -4,6 +4,7 @@ import { newId } from '../../core/ids';
 import type { Topics } from '../../core/topics';
 import type { AvroCodec } from '../avro/codec';
 import type { DeliveryTask, EventTransition } from '../avro/records';
+import { CONFIG_VERSION_HEADER } from '../../pipeline/runtime/config-version';
 
 export interface ReplayDeps {
   producer: Producer;
@@ -12,6 +13,11 @@ export interface ReplayDeps {
   redis: Redis;
   /** Namespaces the replay claims of one deployment. */
   prefix: string;
+  /**
+   * This process's configuration: the replayed task names its version, so a deliver process
+   * waits for a destination re-enabled here before it decides. Unset (the CLI), it names none.
+   */
+  config?: { readonly version: bigint };
 }
 
 /** How long the claim that a dead delivery was replayed is kept. */
@@ -46,11 +52,12 @@ export async function replayDelivery(deps: ReplayDeps, dead: DeliveryTask, reaso
       deps.codec.encode(deps.topics.deliveryRequested, 'DeliveryTask', task),
       deps.codec.encode(deps.topics.transitions, 'EventTransition', replayed),
     ]);
+    const headers = deps.config ? { [CONFIG_VERSION_HEADER]: deps.config.version.toString() } : undefined;
     await deps.producer.sendBatch({
       acks: -1,
       topicMessages: [
-        { topic: deps.topics.transitions, messages: [{ key: `${dead.tenant_id}/${dead.event_id}`, value: transitionValue }] },
-        { topic: deps.topics.deliveryRequested, messages: [{ key: dead.destination_id, value: taskValue }] },
+        { topic: deps.topics.transitions, messages: [{ key: `${dead.tenant_id}/${dead.event_id}`, value: transitionValue, headers }] },
+        { topic: deps.topics.deliveryRequested, messages: [{ key: dead.destination_id, value: taskValue, headers }] },
       ],
     });
     return deliveryId;

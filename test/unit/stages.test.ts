@@ -19,7 +19,7 @@ const topics = topicNames('u.');
 const T = 'tenant-u';
 const now = new Date().toISOString();
 const silent = new Logger('error');
-const ctx = (offset = 7): StageContext => ({ log: silent, position: { partition: 2, offset: String(offset) }, source: { topic: 'in', key: Buffer.from(`${T}/ing_1`), value: Buffer.from('original bytes') } });
+const ctx = (offset = 7): StageContext => ({ log: silent, position: { partition: 2, offset: String(offset) }, source: { topic: 'in', key: Buffer.from(`${T}/ing_1`), value: Buffer.from('original bytes') }, configVersion: 0n });
 
 function event(over: Partial<WebhookEvent> = {}): WebhookEvent {
   return {
