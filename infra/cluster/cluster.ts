@@ -26,7 +26,7 @@ export interface ClusterOptions {
   plan: ProcessPlan[];
   /** The environment every service process starts from (secrets, HOOKLINE_ENV, limits). */
   env: NodeJS.ProcessEnv;
-  /** Port of the first process that serves HTTP beyond health (the API, the Hook URLs); the next ones count up. */
+  /** Port of the first process that serves HTTP beyond health (the API, the Hook URLs); the next ones count up. 0: free ports. */
   firstHttpPort?: number;
   /** Where progress lines go. */
   say?: (line: string) => void;
@@ -210,7 +210,8 @@ export async function startCluster(options: ClusterOptions): Promise<RunningClus
     const processes: ServiceInstance[] = [];
     for (const [i, plan] of options.plan.entries()) {
       const http = servesHttpArgs(plan.args);
-      const port = http ? nextHttpPort++ : await freePort();
+      // a first port of 0: every process on a free port (tests)
+      const port = http && options.firstHttpPort !== 0 ? nextHttpPort++ : await freePort();
       // the first process (which starts alone) makes the demo tenant, if anyone does
       processes.push(serviceInstance(plan, port, http, i === 0 ? env : { ...env, BOOTSTRAP_DEMO_TENANT: 'false' }, dataDir));
     }
