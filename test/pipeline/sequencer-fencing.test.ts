@@ -2,9 +2,10 @@ import { mkdtempSync } from 'node:fs';
 import path from 'node:path';
 import { RFC9162 } from '@transmute/rfc9162';
 import { verifyConsistency } from '../../core/merkle';
-import { generateSignerKey } from '../../core/signed-note';
+import { generateSignerKey, parseSignerKey } from '../../core/signed-note';
 import { AvroCodec } from '../../platform/avro/codec';
 import type { EvidenceBatch } from '../../platform/avro/records';
+import { assertSignsLog } from '../../platform/evidence/log-key';
 import { readTopic } from '../../platform/kafka/topic-table';
 import { destinationWithIngester, sendEvent, waitForStates } from '../support/flow';
 import { startReceiver, type Receiver } from '../support/receiver';
@@ -163,5 +164,10 @@ describe('a deposed evidence sequencer that wakes up', () => {
     // transmute leaves out RFC 9162's step 2 (prepend the old root when its size is a power of two)
     const forTransmute = isPowerOfTwo(before.tree_size) ? [oldRoot, ...path_] : path_;
     expect(await verifyConsistencyProof(oldRoot, newRoot, { log_id: '', tree_size_1: before.tree_size, tree_size_2: size, consistency_path: forTransmute })).toBe(true);
+
+    // 7. a process whose key (generated under its data dir) did not sign this log is refused at start
+    const topic = svc.service.topics.evidenceLeaves;
+    await expect(assertSignsLog(svc.service.kafka, codec, topic, parseSignerKey(generateSignerKey('hookline.test/fenced-sequencers')))).rejects.toThrow(/EVIDENCE_SIGNING_KEY is unset and this process's evidence key \(hookline\.test\/fenced-sequencers\+[0-9a-f]{8}, kept under DATA_DIR\) is not the key that signed this deployment's evidence log \(hookline\.test\/fenced-sequencers\+[0-9a-f]{8}\)/);
+    await expect(assertSignsLog(svc.service.kafka, codec, topic, parseSignerKey(key))).resolves.toBeUndefined();
   }, 300_000);
 });
