@@ -393,8 +393,22 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
       dlqThreshold: r.integer('PROOF_DLQ_THRESHOLD', 1_000, 0, 1_000_000_000),
     },
   };
+  if (isSplitWithoutEvidenceKey(config)) r.errors.push(SPLIT_NEEDS_KEY);
   if (r.errors.length > 0) throw new ConfigError(r.errors);
   return config;
+}
+
+const SPLIT_NEEDS_KEY = 'EVIDENCE_SIGNING_KEY is required: processes split by stage must share EVIDENCE_SIGNING_KEY (a process that runs the api or evidence stage but not every stage would otherwise generate its own key and sign or publish checkpoints no other process can check)';
+
+/**
+ * A process that publishes or signs the evidence log's checkpoints (api, evidence) beside other
+ * processes of the deployment (it does not run every stage) needs the deployment's key: a key
+ * generated under its own DATA_DIR would be another key than the one of the other processes.
+ */
+function isSplitWithoutEvidenceKey(config: Pick<Config, 'stages' | 'evidenceSigningKey'>): boolean {
+  const split = STAGE_NAMES.some((stage) => !config.stages.includes(stage));
+  const handlesCheckpoints = config.stages.includes('api') || config.stages.includes('evidence');
+  return split && handlesCheckpoints && config.evidenceSigningKey === undefined;
 }
 
 const MAKE_KEK = 'make one with `echo "k1:$(openssl rand -base64 32)"` and keep it outside DATA_DIR';
@@ -493,7 +507,7 @@ export const SETTINGS: SettingDoc[] = [
   { env: 'MAX_API_KEYS_PER_TENANT', default: '100', unit: 'API keys', description: 'Most usable (not revoked, not expired) API keys one tenant may hold; one more is 403 quota-exceeded from the API, and `keys create` refuses it. Retired keys stay listed up to the same number, the oldest deleted first.' },
   { env: 'API_KEY_LAST_USED_INTERVAL_SECONDS', default: '60', unit: 'seconds', description: 'An API process records a key\'s `last_used_at` in Redis at most once per this interval per key (not on every request), so the time shown is accurate to about it.' },
   { env: 'DISABLED_WRITE_GROUPS', default: '(empty)', unit: 'list of write scopes', description: 'Write groups switched off, e.g. `write:destinations`: their routes answer 403 write-tool-disabled with `tool_group`.' },
-  { env: 'EVIDENCE_SIGNING_KEY', default: 'unset: generated', unit: 'note signer key', description: 'Ed25519 key that signs the evidence checkpoints, as `PRIVATE+KEY+<origin>+<key id>+<base64>` (the C2SP signed-note / Go `note` format); its name is the log\'s origin. Unset, one is generated on first start and kept in `DATA_DIR/evidence/signing-key`. Processes split by `--stage` must share it.' },
+  { env: 'EVIDENCE_SIGNING_KEY', default: 'unset: generated', unit: 'note signer key', description: 'Ed25519 key that signs the evidence checkpoints, as `PRIVATE+KEY+<origin>+<key id>+<base64>` (the C2SP signed-note / Go `note` format); its name is the log\'s origin. Unset, one is generated on first start and kept in `DATA_DIR/evidence/signing-key`. Processes split by stage must share it: a process that runs the api or evidence stage but not every stage refuses to start without it, and a process without it whose generated key did not sign the deployment\'s log (its newest checkpoint names the key) refuses to start too.' },
   { env: 'EVIDENCE_ORIGIN', default: 'hookline/evidence/<random>', unit: 'string', description: 'Origin (first checkpoint line and key name) given to a generated signing key.' },
   { env: 'EVIDENCE_BATCH_SIZE', default: '1000', unit: 'leaves', description: 'Most delivery outcomes sealed into one signed checkpoint (at most 2000).' },
   { env: 'EVIDENCE_BATCH_AGE_MS', default: '200', unit: 'milliseconds', description: 'Longest an outcome waits before its batch is sealed.' },

@@ -110,6 +110,15 @@ export function groupIdOf(groupPrefix: string, name: string): string {
   return `${groupPrefix}${name}`;
 }
 
+/**
+ * The transactional id every evidence sequencer of a deployment appends with, named as its group:
+ * the broker lets one producer hold it at a time, so a sequencer that takes the log over fences
+ * the one before (pipeline/evidence/log-writer.ts).
+ */
+export function evidenceWriterIdOf(groupPrefix: string): string {
+  return groupIdOf(groupPrefix, 'evidence-sequencer');
+}
+
 /** A record stage's name, input and declared outputs, as the consumer table has them. */
 export function stageIo<N extends string>(topics: Topics, name: ConsumerName, record: N): { name: ConsumerName; input: { topic: string; record: N }; writes: string[] } {
   const spec = consumerSpec(topics, name);

@@ -11,7 +11,7 @@ import type { Config, StageName } from '../core/config';
 import { Logger, errorMessage } from '../core/log';
 import { newId } from '../core/ids';
 import { SCOPES } from '../core/scopes';
-import { groupPrefixOf, topicNames, type Topics } from '../core/topics';
+import { evidenceWriterIdOf, groupPrefixOf, topicNames, type Topics } from '../core/topics';
 import { startLocalInfrastructure, writeRunFile, removeRunFile, type LocalInfrastructure } from '../infra/local';
 import { startSchemaRegistry, type SchemaRegistryServer } from '../infra/registry/server';
 import { AvroCodec } from '../platform/avro/codec';
@@ -41,6 +41,8 @@ import { finishBacklog, runStage, type RunnerDeps, type RunningStage } from '../
 import { chainStages } from '../pipeline/runtime/stage';
 import { runEvidenceSequencer } from '../pipeline/evidence/sequencer';
 import { loadEvidenceSigner } from '../platform/evidence/signing-key';
+import { assertSignsLog } from '../platform/evidence/log-key';
+import { KafkaFencedWriter } from '../platform/kafka/fenced-writer';
 import { loadKeyring } from '../platform/secrets/keyring-source';
 import { EvidenceStore } from '../platform/evidence/store';
 import type { EvidenceLogInfo } from '../api/routes/evidence';
@@ -174,6 +176,8 @@ export async function startService(config: Config, log = new Logger(config.logLe
     connections.schemaRegistryUrl = registryUrl;
     const codec = AvroCodec.connect(registryUrl);
     await codec.register(records);
+    // a key generated under DATA_DIR must be the one the deployment's log is signed with
+    if (evidenceSigner && !config.evidenceSigningKey) await assertSignsLog(kafka, codec, topics.evidenceLeaves, evidenceSigner);
 
     const redis = new Redis(infra.endpoints.redisUrl, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: true });
     await redis.connect();
@@ -264,7 +268,8 @@ export async function startService(config: Config, log = new Logger(config.logLe
     }
     if (has('retry')) starting.push(runDelayTiers(topics, runnerDeps));
     if (has('evidence')) {
-      starting.push(runEvidenceSequencer(topics, runnerDeps, { batchSize: config.evidenceBatchSize, batchAgeMs: config.evidenceBatchAgeMs, origin: evidenceSigner!.name, signer: evidenceSigner! }));
+      const writer = new KafkaFencedWriter(kafka, evidenceWriterIdOf(runnerDeps.groupPrefix));
+      starting.push(runEvidenceSequencer(topics, runnerDeps, { batchSize: config.evidenceBatchSize, batchAgeMs: config.evidenceBatchAgeMs, origin: evidenceSigner!.name, signer: evidenceSigner!, writer }));
     }
     if (has('sink')) {
       const sinkClient = clickhouse!;

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { ConfigError, loadConfig, SETTINGS } from '../core/config';
+import { ConfigError, loadConfig, SETTINGS, STAGE_NAMES } from '../core/config';
+import { generateSignerKey } from '../core/signed-note';
 import { randomKek } from './support/keyring';
 import { REPO_ROOT, runScript } from './support/process';
 
@@ -60,6 +61,37 @@ describe('configuration', () => {
     for (const name of ['PORT', 'KAFKA_BROKERS', 'REDIS_URL', 'LOG_LEVEL', 'STAGES', 'INGEST_MAX_BODY_BYTES', 'INGEST_RATE_LIMIT_PER_HOOK']) {
       expect(problems.some((p) => p.startsWith(`${name}:`))).toBe(true);
     }
+  });
+
+  it('refuses a process that runs the api or evidence stage but not every stage without EVIDENCE_SIGNING_KEY', () => {
+    const refused = (env: Record<string, string>) => {
+      try {
+        loadConfig({ ...KEK, ...env });
+        return [];
+      } catch (err) {
+        return (err as ConfigError).problems;
+      }
+    };
+    const rule = /^EVIDENCE_SIGNING_KEY is required: processes split by stage must share EVIDENCE_SIGNING_KEY/;
+    for (const stages of ['api', 'evidence', 'api,deliver', 'api,validate,filter,route,evidence,sink']) {
+      expect(refused({ STAGES: stages })).toEqual([expect.stringMatching(rule)]);
+      expect(refused({ STAGES: stages, EVIDENCE_SIGNING_KEY: generateSignerKey('hookline.test/split') })).toEqual([]);
+    }
+    // every stage in one process keeps its generated key; stages without checkpoints need none
+    for (const stages of ['all', STAGE_NAMES.join(','), 'deliver,retry', 'sink']) expect(refused({ STAGES: stages })).toEqual([]);
+    // reported with the other problems, all at once
+    const problems = refused({ STAGES: 'evidence', PORT: 'eighty' });
+    expect(problems).toHaveLength(2);
+    expect(problems.some((p) => rule.test(p))).toBe(true);
+  });
+
+  it('makes a split process without EVIDENCE_SIGNING_KEY exit 1 at start with a one-line reason', async () => {
+    const env: NodeJS.ProcessEnv = { ...process.env, ...KEK, STAGES: 'evidence' };
+    delete env.EVIDENCE_SIGNING_KEY;
+    const r = await runScript('service/main.ts', [], env, 30_000);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/^ {2}- EVIDENCE_SIGNING_KEY is required: processes split by stage must share EVIDENCE_SIGNING_KEY[^\n]*$/m);
+    expect(r.stdout).toBe('');
   });
 
   it('makes the service exit 1 listing every error', async () => {

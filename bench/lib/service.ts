@@ -3,6 +3,7 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { Partitioners } from 'kafkajs';
 import { Pool } from 'undici';
+import { generateSignerKey } from '../../core/signed-note';
 import { freePort } from '../../infra/process/ports';
 import { spawnScript, type Child } from './procs';
 import { sleep } from './stats';
@@ -10,6 +11,8 @@ import { callApi } from '../../test/support/service-process';
 
 /** One key-encryption key per bench run, shared by its processes (they read each other's configuration). */
 export const RUN_KEK = `bench-${randomBytes(3).toString('hex')}:${randomBytes(32).toString('base64')}`;
+/** The run's evidence signing key: service processes that split the stages must share one. */
+export const RUN_EVIDENCE_KEY = generateSignerKey(`hookline.bench/evidence-${randomBytes(3).toString('hex')}`);
 
 /** Infrastructure the benchmark started, shared by every service instance. */
 
@@ -61,6 +64,7 @@ export async function startInstance(opts: { name: string; root: string; prefix: 
     DESTINATION_ALLOWED_NETWORKS: 'loopback',
     // processes of one run share the key their secrets are sealed under
     SECRETS_KEK: RUN_KEK,
+    EVIDENCE_SIGNING_KEY: RUN_EVIDENCE_KEY,
     ...opts.extraEnv,
   });
   const proc = spawnScript(`service ${opts.name}`, 'service/main.ts', [], env, path.join(opts.root, `${opts.name}.log`));

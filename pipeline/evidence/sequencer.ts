@@ -4,10 +4,11 @@ import { CompactRange, leafHash } from '../../core/merkle';
 import { formatCheckpoint, type NoteSigner } from '../../core/signed-note';
 import { stageIo, type Topics } from '../../core/topics';
 import type { DeliveryOutcome, EvidenceBatch, SealedLeaf } from '../../platform/avro/records';
-import { readLastRecord } from '../../platform/kafka/topic-table';
 import { consume, type ConsumedBatch, type Consuming, type RunnerDeps, type RunningStage } from '../runtime/consume';
 import type { Output } from '../runtime/stage';
+import { WriterFencedError, type FencedLogWriter } from './log-writer';
 import { oneOwnerAssigner } from './one-owner';
+import { readResumePoint } from './resume';
 
 export interface SequencerOptions {
   /** Leaves sealed into one checkpoint at most. */
@@ -17,6 +18,11 @@ export interface SequencerOptions {
   /** The log's name, first line of every checkpoint. */
   origin: string;
   signer: NoteSigner;
+  /**
+   * Appends the sealed batches; one holder per deployment. Claimed on every new assignment
+   * before the log's tail is read, so a deposed sequencer's late append is refused.
+   */
+  writer: FencedLogWriter;
 }
 
 /** Everything needed to go on appending: rebuilt from the newest sealed batch. */
@@ -70,27 +76,38 @@ function stateOf(batch: EvidenceBatch): SequencerState {
  * (so one process sequences at a time), appends each outcome as an RFC 6962 leaf in the order it
  * reads them, and seals a batch every `batchSize` leaves or `batchAgeMs` into one
  * `evidence.leaves` record: the leaves with their indexes, the Merkle nodes they complete, the
- * checkpoint signed as a C2SP note, and its own resume state (the next source offset of each
- * partition).
+ * checkpoint signed as a C2SP note, its own resume state (the next source offset of each
+ * partition) and its term (`fencing_token`).
  *
  * One record per batch makes a seal all or nothing. After a crash, or whenever the partitions
- * are assigned again, the state is read back from the newest record and every partition is read
- * again from the first offset it did not cover (from its start when it never was); an outcome read
- * twice is recognised by its source offset. So a restart neither skips nor repeats a leaf. Bytes
+ * are assigned again, the sequencer first claims the log writer, which fences every earlier
+ * writer at the broker, and only then reads the state back from the newest record; its term is
+ * one more than the log's. Every partition is read again from the first offset the log did not
+ * cover (from its start when it never was); an outcome read twice is recognised by its source
+ * offset. So a restart neither skips nor repeats a leaf, and a sequencer that was stopped past its
+ * session (a pause, a long GC, a partition) and wakes up with a batch in hand cannot append it:
+ * its append is refused, it drops what it held and waits for the group to assign it again. Bytes
  * that never decode are set aside on `events.dlq` and passed over.
  */
 export async function runEvidenceSequencer(topics: Topics, deps: RunnerDeps, options: SequencerOptions): Promise<RunningSequencer> {
   const io = stageIo(topics, 'evidence-sequencer', 'DeliveryOutcome');
   const topic = io.input.topic;
+  const log = deps.log.child({ stage: io.name });
   let state = emptyState();
+  /** The term this process holds the log in; 0 while it does not own it. */
+  let term = 0;
   let needsRecovery = true;
+  /** Recovered, and the partitions not yet moved to the resume offsets (done at the next batch). */
+  let needsSeek = false;
+  /** Refused by the broker as deposed: nothing more until the group assigns again. */
+  let fenced = false;
   let assigned: number[] = [];
   /** Read and not yet sealed, in reading order; `next` per partition is the offset after the last one read. */
   let buffer: { leaf: PendingLeaf | null; partition: number; offset: bigint }[] = [];
   let next = new Map<number, bigint>();
   let timer: NodeJS.Timeout | undefined;
   let chain: Promise<unknown> = Promise.resolve();
-  /** Seals and batch handling take turns. */
+  /** Seals, recoveries and batch handling take turns. */
   const exclusive = <T>(fn: () => Promise<T>): Promise<T> => {
     const run = chain.then(fn);
     chain = run.catch(() => undefined);
@@ -102,8 +119,11 @@ export async function runEvidenceSequencer(topics: Topics, deps: RunnerDeps, opt
 
   const recover = async () => {
     buffer = [];
-    const last = await readLastRecord(deps.kafka, topics.evidenceLeaves);
-    state = last ? stateOf(await deps.codec.decode('EvidenceBatch', last.value)) : emptyState();
+    term = 0;
+    // first the claim, then the tail: once claimed, no earlier writer can add to the log
+    await options.writer.claim();
+    const resumed = await readResumePoint(deps.kafka, deps.codec, topics.evidenceLeaves, log);
+    state = resumed.newest ? stateOf(resumed.newest) : emptyState();
     const admin = deps.kafka.admin();
     await admin.connect();
     let low: Map<number, bigint>;
@@ -113,19 +133,28 @@ export async function runEvidenceSequencer(topics: Topics, deps: RunnerDeps, opt
       await admin.disconnect();
     }
     next = new Map();
-    for (const partition of assigned) {
-      const from = state.marks.get(partition) ?? low.get(partition) ?? 0n;
-      next.set(partition, from);
-      consuming.seek(topic, partition, from);
-    }
+    for (const partition of assigned) next.set(partition, state.marks.get(partition) ?? low.get(partition) ?? 0n);
+    term = resumed.term;
     needsRecovery = false;
-    consuming.log.info('evidence log resumed', { tree_size: state.range.size, partitions: assigned.length });
+    needsSeek = true;
+    log.info('evidence log resumed', { tree_size: state.range.size, partitions: assigned.length, fencing_token: term });
+  };
+
+  /** Deposed: what was gathered is the new owner's to read again; this process waits for an assignment. */
+  const stepDown = (dropped: number, err: WriterFencedError) => {
+    if (!fenced) log.warn('evidence log writer fenced: another sequencer owns the log; the batch in hand is dropped and nothing more is appended until the group assigns again', { fencing_token: term, dropped_leaves: dropped, error: errorMessage(err.cause ?? err) });
+    fenced = true;
+    needsRecovery = true;
+    term = 0;
+    buffer = [];
+    if (timer) clearTimeout(timer);
+    timer = undefined;
   };
 
   const seal = async (): Promise<void> => {
     if (timer) clearTimeout(timer);
     timer = undefined;
-    if (needsRecovery || buffer.length === 0) return;
+    if (needsRecovery || needsSeek || buffer.length === 0) return;
     const taken = buffer;
     buffer = [];
     const range = new CompactRange(state.range.size, state.range.hashes());
@@ -157,15 +186,18 @@ export async function runEvidenceSequencer(topics: Topics, deps: RunnerDeps, opt
         // the offset of a topic no longer read; kept in the schema for batches written before
         pending_next_offset: 0,
         source_marks: [...marks].map(([partition, offset]) => ({ partition, next_offset: Number(offset) })),
+        fencing_token: term,
       };
       try {
-        await consuming.send(await consuming.encode([{ topic: topics.evidenceLeaves, key: 'log', record: 'EvidenceBatch', value: batch }]));
+        const [record] = await consuming.encode([{ topic: topics.evidenceLeaves, key: 'log', record: 'EvidenceBatch', value: batch }]);
+        await options.writer.append([record!]);
       } catch (err) {
-        // the append may or may not have happened: only the log's tail can say
+        if (err instanceof WriterFencedError) return stepDown(leaves.length, err);
+        // the append may or may not have happened: only the log's tail can say, once claimed again
         needsRecovery = true;
         throw err;
       }
-      consuming.log.debug('evidence batch sealed', { first_index: batch.first_index, tree_size: batch.tree_size });
+      log.debug('evidence batch sealed', { first_index: batch.first_index, tree_size: batch.tree_size, fencing_token: term });
     }
     // without a leaf nothing is appended: the marks of outcomes set aside move on in memory, and
     // the next sealed batch carries them (until then a restart reads those outcomes again)
@@ -180,16 +212,24 @@ export async function runEvidenceSequencer(topics: Topics, deps: RunnerDeps, opt
     if (timer || buffer.length === 0) return;
     timer = setTimeout(() => {
       timer = undefined;
-      exclusive(seal).catch((err: unknown) => consuming.log.error('evidence seal failed; resuming from the log', { error: errorMessage(err) }));
+      exclusive(seal).catch((err: unknown) => log.error('evidence seal failed; resuming from the log', { error: errorMessage(err) }));
     }, options.batchAgeMs);
   };
 
   const onBatch = (batch: ConsumedBatch, running: Consuming) =>
     exclusive(async () => {
       consuming = running;
-      if (needsRecovery) {
+      if (fenced) {
+        // the group has not told this process yet; its next heartbeat makes it rejoin
+        await new Promise((r) => setTimeout(r, 200));
+        await batch.heartbeat();
+        return;
+      }
+      if (needsRecovery) await recover();
+      if (needsSeek) {
         // the seeks drop this batch; fetching starts again where the log ends
-        await recover();
+        for (const [partition, from] of next) running.seek(topic, partition, from);
+        needsSeek = false;
         return;
       }
       const partition = batch.partition;
@@ -205,6 +245,7 @@ export async function runEvidenceSequencer(topics: Topics, deps: RunnerDeps, opt
         if (decoded.undecodable !== undefined) letters.push(decoded.letter());
         buffer.push({ leaf: decoded.undecodable !== undefined ? null : pendingLeaf(decoded.value, partition, Number(offset)), partition, offset });
         if (buffer.length >= options.batchSize) await seal();
+        if (fenced) return; // deposed by that seal: the rest of the batch is the new owner's
       }
       await running.send(await running.encode(letters));
       batch.resolve(batch.lastOffset());
@@ -218,11 +259,17 @@ export async function runEvidenceSequencer(topics: Topics, deps: RunnerDeps, opt
       name: io.name,
       inputs: [{ topic, record: 'DeliveryOutcome' }],
       partitionsConsumedConcurrently: 1,
-      consumer: { maxBytes: 8 * 1024 * 1024, partitionAssigners: [oneOwnerAssigner] },
-      // a new assignment may follow another process's appends: start again from the log's tail
+      // the owner joins with its term and keeps the log across rebalances
+      consumer: { maxBytes: 8 * 1024 * 1024, partitionAssigners: [oneOwnerAssigner(() => term)] },
+      // a new assignment may follow another process's appends: claim the writer and start again
+      // from the log's tail at once, so that a deposed owner is fenced before it can wake up
       onAssign: (assignment) => {
         assigned = (assignment[topic] ?? []).slice().sort((a, b) => a - b);
         needsRecovery = true;
+        fenced = false;
+        term = 0;
+        if (assigned.length === 0) return;
+        exclusive(recover).catch((err: unknown) => log.error('evidence log takeover failed; trying again at the next batch', { error: errorMessage(err) }));
       },
       beforeLeave: async () => {
         await exclusive(seal);
@@ -231,5 +278,12 @@ export async function runEvidenceSequencer(topics: Topics, deps: RunnerDeps, opt
     },
     onBatch,
   );
-  return { name: 'evidence', treeSize: () => state.range.size, stop: () => stage.stop() };
+  return {
+    name: 'evidence',
+    treeSize: () => state.range.size,
+    stop: async () => {
+      await stage.stop();
+      await options.writer.close();
+    },
+  };
 }

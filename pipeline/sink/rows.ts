@@ -2,6 +2,7 @@ import { derivedId } from '../../core/ids';
 import { encodeStoredBody, sha256Hex } from '../../core/stored-body';
 import { OUTCOME_LINES, outcomeLineFields } from '../deliver/lines';
 import type { DeliveryOutcome, EvidenceBatch, EventTransition, WebhookEvent } from '../../platform/avro/records';
+import { fencingTokenOf } from '../evidence/chain';
 
 let cachedSecond = Number.NaN;
 let cachedPrefix = '';
@@ -150,7 +151,7 @@ export function evidenceRows(b: EvidenceBatch) {
       sealed_at: sealedAt,
     })),
     nodes: b.nodes.map((n) => ({ level: n.level, idx: n.index, hash_hex: n.hash.toString('hex') })),
-    checkpoint: { tree_size: b.tree_size, first_index: b.first_index, root_hash: b.root_hash.toString('hex'), checkpoint: b.checkpoint, sealed_at: sealedAt },
+    checkpoint: { tree_size: b.tree_size, first_index: b.first_index, root_hash: b.root_hash.toString('hex'), checkpoint: b.checkpoint, sealed_at: sealedAt, fencing_token: fencingTokenOf(b) },
   };
 }
 

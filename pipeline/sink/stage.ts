@@ -2,6 +2,7 @@ import { errorMessage } from '../../core/log';
 import { consumerSpec, type Topics } from '../../core/topics';
 import type { DeliveryOutcome, EventTransition, EvidenceBatch, LogEntry, RecordName, WebhookEvent } from '../../platform/avro/records';
 import { consume, type ConsumedBatch, type Consuming, type RunnerDeps, type RunningStage } from '../runtime/consume';
+import { decideBatch, fencingTokenOf, type ChainHead } from '../evidence/chain';
 import { ackedRow, eventRow, evidenceRows, logRow, outcomeRows, receivedRow, stateRow, transitionRow } from './rows';
 
 /**
@@ -81,6 +82,12 @@ export async function runSink(topics: Topics, writer: RowWriter, deps: RunnerDep
   let timer: NodeJS.Timeout | undefined;
   /** Set by the first batch; flushes run from timers too. */
   let consuming: Consuming;
+  /**
+   * The last evidence batch taken since the last assignment: each next one must extend it
+   * (pipeline/evidence/chain.ts). After a rebalance reading may start again further back, and the
+   * first batch read is taken as it is (a batch read twice dedupes in its tables).
+   */
+  let evidenceHead: ChainHead | undefined;
 
   const insertAll = async (b: Buffer) => {
     for (let attempt = 1; ; attempt++) {
@@ -149,6 +156,12 @@ export async function runSink(topics: Topics, writer: RowWriter, deps: RunnerDep
         }
         case 'evidence_leaves': {
           const b = value as EvidenceBatch;
+          const decision = decideBatch(evidenceHead, b);
+          if (!decision.apply) {
+            consuming.log.error('evidence batch not stored: it does not extend the log', { first_index: b.first_index, tree_size: b.tree_size, fencing_token: fencingTokenOf(b), reason: decision.reason });
+            continue;
+          }
+          evidenceHead = decision.head;
           const r = evidenceRows(b);
           rows.push(...r.leaves);
           rowsOf('evidence_nodes').push(...r.nodes);
@@ -203,6 +216,9 @@ export async function runSink(topics: Topics, writer: RowWriter, deps: RunnerDep
       inputs,
       partitionsConsumedConcurrently: 1,
       consumer: { maxBytes: 16 * 1024 * 1024 },
+      onAssign: () => {
+        evidenceHead = undefined;
+      },
       beforeLeave: flush,
     },
     onBatch,

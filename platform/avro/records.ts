@@ -125,6 +125,11 @@ export interface EvidenceBatch {
   frontier: Buffer[];
   pending_next_offset: number;
   source_marks: { partition: number; next_offset: number }[];
+  /**
+   * The term of the sequencer that sealed it. Absent from batches written before terms were
+   * recorded (records decode with the schema they were written with): read as 0.
+   */
+  fencing_token?: number;
 }
 
 /** An input record a stage set aside (schemas/dead-letter.avsc), with its original bytes. */

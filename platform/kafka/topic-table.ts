@@ -56,6 +56,7 @@ export class TopicTable<V> {
       onFailure: (error) => {
         this.failure = error;
       },
+      passed: (partition, lastOffset) => this.advance(partition, BigInt(lastOffset) + 1n),
       eachBatch: async ({ batch, heartbeat }) => {
         for (const message of batch.messages) {
           const key = message.key?.toString('utf8') ?? '';
@@ -144,6 +145,11 @@ interface ReaderOptions {
   restart(): boolean;
   onFailure?(error: Error): void;
   eachBatch(payload: EachBatchPayload): Promise<void>;
+  /**
+   * Told the last offset of a fetched batch that held no record to hand over: only transaction
+   * markers or aborted records, which kafkajs filters out without calling `eachBatch`.
+   */
+  passed?(partition: number, lastOffset: string): void;
   /** Runs between subscribing and the first fetch (a seek). */
   beforeFirstFetch?(consumer: Consumer): void;
 }
@@ -152,6 +158,11 @@ interface ReaderOptions {
  * A reader of a whole topic outside the pipeline's groups: a throw-away group that never
  * commits, reading from the beginning unless told where. The stages' consumers are
  * pipeline/runtime/consume.ts; this is the other consumer loop of the project.
+ *
+ * It reads committed records only (kafkajs's default isolation, read_committed): a transactional
+ * writer's aborted records and its commit / abort markers never reach `eachBatch`, and the end
+ * offsets the admin client reports are the last stable ones. A marker still takes an offset, so
+ * progress is followed by offsets passed, never by the offset of the last record handed over.
  */
 async function reader(kafka: Kafka, topic: string, groupId: string, options: ReaderOptions): Promise<Consumer> {
   const consumer = kafka.consumer({
@@ -167,16 +178,29 @@ async function reader(kafka: Kafka, topic: string, groupId: string, options: Rea
   consumer.on(consumer.events.CRASH, (event) => {
     if (!event.payload.restart) options.onFailure?.(event.payload.error);
   });
+  const passed = options.passed;
+  if (passed) {
+    consumer.on(consumer.events.END_BATCH_PROCESS, ({ payload }) => {
+      if (payload.batchSize === 0) passed(payload.partition, payload.lastOffset);
+    });
+  }
   await consumer.run({ autoCommit: false, eachBatch: options.eachBatch });
   options.beforeFirstFetch?.(consumer);
   return consumer;
+}
+
+/** What `readUntil` hands over of one fetched batch: its records, and the last offset it covered (a marker's, maybe). */
+interface ReadBatch {
+  partition: number;
+  messages: EachBatchPayload['batch']['messages'];
+  lastOffset: string;
 }
 
 /**
  * Reads `topic` with a throw-away group (from `seek`, else from the beginning) until `take` says
  * a batch completed what it wanted, or fails after `timeoutMs`; then leaves and deletes the group.
  */
-async function readUntil(kafka: Kafka, admin: Admin, topic: string, timeoutMs: number, take: (batch: EachBatchPayload['batch']) => boolean, seek?: { partition: number; offset: string }): Promise<void> {
+async function readUntil(kafka: Kafka, admin: Admin, topic: string, timeoutMs: number, take: (batch: ReadBatch) => boolean, seek?: { partition: number; offset: string }): Promise<void> {
   const groupId = `${topic}.reader-${process.pid}-${randomBytes(4).toString('hex')}`;
   let done = false;
   let started: Promise<Consumer> | undefined;
@@ -189,7 +213,12 @@ async function readUntil(kafka: Kafka, admin: Admin, topic: string, timeoutMs: n
         restart: () => !done,
         onFailure: reject,
         eachBatch: async ({ batch }) => {
-          if (done || !take(batch)) return;
+          if (done || !take({ partition: batch.partition, messages: batch.messages, lastOffset: batch.lastOffset() })) return;
+          done = true;
+          resolve();
+        },
+        passed: (partition, lastOffset) => {
+          if (done || !take({ partition, messages: [], lastOffset })) return;
           done = true;
           resolve();
         },
@@ -206,26 +235,36 @@ async function readUntil(kafka: Kafka, admin: Admin, topic: string, timeoutMs: n
 }
 
 /**
- * The newest record of one partition, or null when the partition is empty. It reads from the
- * high watermark minus one, so the cost does not grow with the topic.
+ * The newest `count` records of one partition (fewer when it holds fewer), oldest first. It reads
+ * back from the end a window at a time, so the cost does not grow with the topic; the window
+ * widens while transaction markers and aborted records leave it short of `count` records.
  */
-export async function readLastRecord(kafka: Kafka, topic: string, partition = 0, timeoutMs = 30_000): Promise<{ offset: string; value: Buffer } | null> {
+export async function readTail(kafka: Kafka, topic: string, count: number, partition = 0, timeoutMs = 30_000): Promise<{ offset: string; value: Buffer }[]> {
   const admin = kafka.admin();
   await admin.connect();
   try {
     const p = (await fetchTopicOffsets(admin, topic)).find((o) => o.partition === partition);
-    if (!p || BigInt(p.high) <= BigInt(p.low)) return null;
-    const target = (BigInt(p.high) - 1n).toString();
-    let found: { offset: string; value: Buffer } | undefined;
-    await readUntil(kafka, admin, topic, timeoutMs, (batch) => {
-      const m = batch.partition === partition ? batch.messages.find((x) => x.offset === target && x.value) : undefined;
-      if (m) found = { offset: m.offset, value: m.value! };
-      return found !== undefined;
-    }, { partition, offset: target });
-    return found!;
+    if (!p) return [];
+    const [low, end] = [BigInt(p.low), BigInt(p.high)];
+    for (let window = BigInt(Math.max(8, 4 * count)); ; window *= 4n) {
+      const from = end - window > low ? end - window : low;
+      if (from >= end) return [];
+      const found: { offset: string; value: Buffer }[] = [];
+      await readUntil(kafka, admin, topic, timeoutMs, (batch) => {
+        if (batch.partition !== partition) return false;
+        for (const m of batch.messages) if (m.value && BigInt(m.offset) < end) found.push({ offset: m.offset, value: m.value });
+        return BigInt(batch.lastOffset) + 1n >= end;
+      }, { partition, offset: from.toString() });
+      if (found.length >= count || from === low) return found.slice(-count);
+    }
   } finally {
     await admin.disconnect();
   }
+}
+
+/** The newest record of one partition, or null when it holds none. */
+export async function readLastRecord(kafka: Kafka, topic: string, partition = 0, timeoutMs = 30_000): Promise<{ offset: string; value: Buffer } | null> {
+  return (await readTail(kafka, topic, 1, partition, timeoutMs))[0] ?? null;
 }
 
 /** A record as read back, with its place. */
@@ -251,10 +290,11 @@ export async function readTopic(kafka: Kafka, topic: string, timeoutMs = 30_000)
     const records: StoredRecord[] = [];
     if (left.size === 0) return records;
     await readUntil(kafka, admin, topic, timeoutMs, (batch) => {
+      const end = ends.get(batch.partition)!;
       for (const m of batch.messages) {
-        records.push({ partition: batch.partition, offset: m.offset, key: m.key, value: m.value, headers: m.headers ?? {}, timestamp: m.timestamp });
-        if (BigInt(m.offset) + 1n >= ends.get(batch.partition)!) left.delete(batch.partition);
+        if (BigInt(m.offset) < end) records.push({ partition: batch.partition, offset: m.offset, key: m.key, value: m.value, headers: m.headers ?? {}, timestamp: m.timestamp });
       }
+      if (BigInt(batch.lastOffset) + 1n >= end) left.delete(batch.partition);
       return left.size === 0;
     });
     return records;

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { freePort } from '../../infra/process/ports';
 import { callApi, spawnService, stopService, waitForHealth, type ServiceProcess } from '../support/service-process';
 import { startTestService, type TestService } from '../support/service';
+import { randomEvidenceKey } from '../support/keyring';
 
 /**
  * Revocation across API processes that share the config topic: a key revoked through one is
@@ -15,7 +16,9 @@ describe('API key revocation across processes', () => {
   let bUrl = '';
 
   beforeAll(async () => {
-    a = await startTestService({ RATE_LIMITS: 'default=100000/60s' });
+    // an API process beside another publishes the deployment's one evidence key
+    const evidenceKey = randomEvidenceKey();
+    a = await startTestService({ RATE_LIMITS: 'default=100000/60s', EVIDENCE_SIGNING_KEY: evidenceKey });
     const port = await freePort();
     bUrl = `http://127.0.0.1:${port}`;
     const env: NodeJS.ProcessEnv = {
@@ -23,6 +26,7 @@ describe('API key revocation across processes', () => {
       HOST: '127.0.0.1',
       PORT: String(port),
       STAGES: 'api',
+      EVIDENCE_SIGNING_KEY: evidenceKey,
       DATA_DIR: mkdtempSync(path.join(a.config.dataDir, 'second-')),
       TOPIC_PREFIX: a.config.topicPrefix,
       CLICKHOUSE_DATABASE: a.config.clickhouseDatabase,

@@ -5,7 +5,7 @@ import { gzipSync } from 'node:zlib';
 import { startLocalRedis, type LocalRedis } from '../../infra/redis/local-redis';
 import { freePort } from '../../infra/process/ports';
 import { leaseOf } from '../../pipeline/ingest/limits';
-import { randomKek } from '../support/keyring';
+import { randomEvidenceKey, randomKek } from '../support/keyring';
 import { expectProblem } from '../support/problem';
 import { spawnService, stopService, waitForHealth, type ServiceProcess } from '../support/service-process';
 import { startTestService, type TestService } from '../support/service';
@@ -68,6 +68,8 @@ describe('ingest rate limits', () => {
   let secondUrl: string;
   let secondDir: string;
   const kek = process.env.SECRETS_KEK ?? randomKek();
+  // API processes split from the rest of the deployment share its evidence key
+  const evidenceKey = randomEvidenceKey();
 
   /** Records on the received topic: what the Hook URLs stored in Kafka. */
   const storedEvents = async (): Promise<number> => {
@@ -82,7 +84,7 @@ describe('ingest rate limits', () => {
   };
 
   beforeAll(async () => {
-    svc = await startTestService({ ...LIMITS, STAGES: 'api', SECRETS_KEK: kek });
+    svc = await startTestService({ ...LIMITS, STAGES: 'api', SECRETS_KEK: kek, EVIDENCE_SIGNING_KEY: evidenceKey });
   }, 120_000);
 
   afterAll(async () => {
@@ -163,6 +165,7 @@ describe('ingest rate limits', () => {
       DESTINATION_ALLOWED_NETWORKS: 'loopback',
       LOG_LEVEL: 'warn',
       SECRETS_KEK: kek,
+      EVIDENCE_SIGNING_KEY: evidenceKey,
     };
     for (const name of ['CLICKHOUSE_URL', 'PUBLIC_BASE_URL', 'ERROR_BASE']) delete env[name];
     second = spawnService(env);
@@ -191,7 +194,7 @@ describe('ingest rate limits without Redis', () => {
   beforeAll(async () => {
     dir = mkdtempSync(path.join(process.env.HOOKLINE_TEST_DIR ?? tmpdir(), 'rl-redis-'));
     redis = await startLocalRedis(path.join(dir, 'redis'));
-    svc = await startTestService({ REDIS_URL: redis.url, STAGES: 'api', INGEST_RATE_LIMIT_PER_HOOK: '2/1h', INGEST_RATE_LIMIT_PER_TENANT: 'off' });
+    svc = await startTestService({ REDIS_URL: redis.url, STAGES: 'api', EVIDENCE_SIGNING_KEY: randomEvidenceKey(), INGEST_RATE_LIMIT_PER_HOOK: '2/1h', INGEST_RATE_LIMIT_PER_TENANT: 'off' });
   }, 120_000);
 
   afterAll(async () => {

@@ -5,6 +5,7 @@ import { startTestService, type TestService } from '../support/service';
 import { spawnScript, type Spawned } from '../support/process';
 import { destinationWithIngester, sendEvent, waitForStates } from '../support/flow';
 import { generateSignerKey } from '../../core/signed-note';
+import { randomEvidenceKey } from '../support/keyring';
 import { rootOf } from '../../core/merkle';
 import { signalGroup, spawnService, stopService, waitForGroupGone, type ServiceProcess } from '../support/service-process';
 
@@ -16,7 +17,7 @@ describe('stages in separate processes', () => {
 
   beforeAll(async () => {
     // this process: API, validate, filter, route, evidence and sink; the other: deliver and retry
-    [svc, r] = await Promise.all([startTestService({ STAGES: 'api,validate,filter,route,evidence,sink' }), startReceiver()]);
+    [svc, r] = await Promise.all([startTestService({ STAGES: 'api,validate,filter,route,evidence,sink', EVIDENCE_SIGNING_KEY: randomEvidenceKey() }), startReceiver()]);
   });
   afterAll(async () => {
     if (deliverer && deliverer.child.exitCode === null) {
