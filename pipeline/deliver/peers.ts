@@ -36,7 +36,9 @@ interface Trial {
  * What the other deliver processes mean for this one: its share of each destination's
  * concurrency, and the destinations their breakers hold. Both come from a view refreshed every
  * `syncMs` off the hot path, so an attempt costs no round trip; a view that cannot be refreshed
- * (Redis away) is kept as it was last read, and deliveries go on under it.
+ * (Redis away) is kept as it was last read, and deliveries go on under it. A breaker that opens
+ * in another process holds deliveries here at most `syncMs` plus three round trips (its owner's
+ * publish, this process's beat and read) after it opened.
  */
 export class DeliverPeers {
   private members: string[] = [];
