@@ -26,6 +26,7 @@ import { RedisNameClaims } from '../platform/redis/name-claims';
 import { deliverStage } from '../pipeline/deliver/stage';
 import { undiciSender, type HttpSender } from '../pipeline/deliver/http-sender';
 import { Breakers } from '../pipeline/deliver/breakers';
+import { DeliverPeers } from '../pipeline/deliver/peers';
 import { createGuardedAgent, isSsrfRefusal } from '../platform/http/guarded-agent';
 import { refusalOfDestination } from '../platform/http/destination-check';
 import { discoverOwnListeners } from './own-listeners';
@@ -221,13 +222,23 @@ export async function startService(config: Config, log = new Logger(config.logLe
     const agent = createGuardedAgent({ own, allow: config.destinationAllowedNetworks, connectTimeoutMs: config.deliveryConnectTimeoutMs, totalTimeoutMs: config.deliveryTimeoutMs, connections: config.deliveryPerDestination });
     const sender: HttpSender = undiciSender(agent, { totalTimeoutMs: config.deliveryTimeoutMs });
     cleanups.push(() => sender.close());
-    // breaker states go to Redis too, where the API's proofs and planes read them
-    const board = new BreakerBoard(redis, config.topicPrefix);
+    // breaker states go to Redis too, where the API's proofs and planes and the other deliver processes read them
+    const board = new BreakerBoard(redis, config.topicPrefix, { expiresMs: Math.max(5_000, 3 * config.deliverySyncMs) });
+    // the owner's trial takes at most one attempt's time; the others see its answer one sync later
+    const peers = new DeliverPeers(board, { limit: config.deliveryPerDestination, syncMs: config.deliverySyncMs, timing: { resetMs: config.breaker.resetTimeoutMs, trialMs: config.deliveryTimeoutMs + config.deliverySyncMs } }, log);
     const breakers = new Breakers(config.breaker, (destinationId, state, tenantId) => {
       log.info(`circuit breaker ${state}`, { tenant_id: tenantId, destination_id: destinationId, breaker: state });
       board.record(tenantId, destinationId, state).catch((err: unknown) => log.warn('breaker state not published', { destination_id: destinationId, error: errorMessage(err) }));
-    });
+    }, peers);
     cleanups.push(async () => breakers.shutdown());
+    if (config.stages.includes('deliver')) {
+      // after the stages stopped (cleanups run backwards): a process leaves the live set, and the
+      // others' shares grow, only once its own requests are done
+      cleanups.push(async () => {
+        peers.stop();
+        await board.stop();
+      });
+    }
     const outputs = new BatchingProducer(producer, { maxBatch: 1_000, maxInFlight: 3 });
     const runnerDeps: RunnerDeps = {
       kafka, outputs, codec, log, groupPrefix: groupPrefixOf(config.topicPrefix), deadLetterTopic: topics.eventsDlq,
@@ -251,8 +262,8 @@ export async function startService(config: Config, log = new Logger(config.logLe
       starting.push(runStage(chainStages(validateStage(topics, store), filter, route), runnerDeps));
     }
     if (has('deliver')) {
-      board.start((err) => log.debug('breaker board heartbeat failed', { error: errorMessage(err) }));
-      cleanups.push(() => board.stop());
+      // a first view before the first delivery: the share is known from the start
+      await peers.start();
       const destinations: DestinationPort = {
         get: (kind, tenantId, id) => store.get(kind, tenantId, id),
         disable: async (d, reason) => {
@@ -264,7 +275,7 @@ export async function startService(config: Config, log = new Logger(config.logLe
         },
       };
       const stage = deliverStage({ topics, destinations, sender, breakers, defaultSchedule: config.retryScheduleMs, isRefusal: isSsrfRefusal });
-      starting.push(runWindowedStage(stage, runnerDeps, { maxInFlight: config.deliveryMaxInFlight, keyOf: (t: DeliveryTask) => t.destination_id, perKey: config.deliveryPerDestination }));
+      starting.push(runWindowedStage(stage, runnerDeps, { maxInFlight: config.deliveryMaxInFlight, keyOf: (t: DeliveryTask) => t.destination_id, perKey: () => peers.share() }));
     }
     if (has('retry')) starting.push(runDelayTiers(topics, runnerDeps));
     if (has('evidence')) {

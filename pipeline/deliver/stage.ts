@@ -7,7 +7,7 @@ import { errorMessage, type Logger } from '../../core/log';
 import type { DeliveryOutcome, DeliveryTask } from '../../platform/avro/records';
 import type { AnyOutput, RecordStage } from '../runtime/stage';
 import { transition } from '../transitions';
-import { DestinationUnhealthy, isOpenBreaker, type Breakers } from './breakers';
+import { DestinationUnhealthy, isOpenBreaker, peerReopensAt, type Breakers } from './breakers';
 import { decide, parseRetryAfter, type AttemptResult, type Decision } from './decide';
 import type { HttpSender, SendResult } from './http-sender';
 import { delayTopicFor } from './delay';
@@ -83,7 +83,7 @@ export function deliverStage(deps: DeliverDeps): RecordStage<'DeliveryTask'> {
       return { result: { kind: 'response', status: res.status, retryAfterMs: null }, durationMs: res.durationMs };
     } catch (err) {
       const durationMs = now() - started;
-      if (isOpenBreaker(err)) return { result: { kind: 'breaker-open', reopensAt: deps.breakers.reopensAt(destination.id) }, durationMs };
+      if (isOpenBreaker(err)) return { result: { kind: 'breaker-open', reopensAt: peerReopensAt(err) ?? deps.breakers.reopensAt(destination.id) }, durationMs };
       if (err instanceof DestinationUnhealthy && isResponse(err.cause)) {
         const r = err.cause;
         return { result: { kind: 'response', status: r.status, retryAfterMs: parseRetryAfter(r.headers['retry-after'], now()) }, durationMs: r.durationMs };

@@ -30,27 +30,38 @@ export interface WindowOptions {
   maxInFlight: number;
   /** Key of a record's work queue, and how many of one key run at once (per destination). */
   keyOf?: (value: never) => string;
-  perKey?: number;
+  /** A function when the limit moves (a share of a deployment-wide limit): read at every start and end. */
+  perKey?: number | (() => number);
 }
 
-/** Work queues by key: at most `limit` of one key run at once, the rest wait in order. */
+/**
+ * Work queues by key: at most `limit()` of one key run at once, the rest wait in order. A limit
+ * that shrinks lets no new one start until enough have ended; one that grows is taken up as
+ * the key's next run ends.
+ */
 class KeyedLimit {
   private readonly queues = new Map<string, { running: number; waiting: (() => void)[] }>();
 
-  async acquire(key: string, limit: number): Promise<void> {
+  constructor(private readonly limit: () => number) {}
+
+  async acquire(key: string): Promise<void> {
     let q = this.queues.get(key);
     if (!q) this.queues.set(key, (q = { running: 0, waiting: [] }));
-    if (q.running >= limit) await new Promise<void>((resolve) => q!.waiting.push(resolve));
-    q.running++;
+    // a waiter is woken with its place taken for it (running counted by release)
+    if (q.running >= this.limit() || q.waiting.length > 0) await new Promise<void>((resolve) => q!.waiting.push(resolve));
+    else q.running++;
   }
 
   release(key: string): void {
     const q = this.queues.get(key);
     if (!q) return;
     q.running--;
-    const next = q.waiting.shift();
-    if (next) next();
-    else if (q.running === 0) this.queues.delete(key);
+    const limit = this.limit();
+    while (q.running < limit && q.waiting.length > 0) {
+      q.running++;
+      q.waiting.shift()!();
+    }
+    if (q.running === 0) this.queues.delete(key);
   }
 }
 
@@ -66,7 +77,8 @@ class KeyedLimit {
  */
 export async function runWindowedStage<N extends RecordName>(stage: RecordStage<N>, deps: RunnerDeps, options: WindowOptions): Promise<RunningStage> {
   const windows = new Map<string, PartitionWindow>();
-  const keys = new KeyedLimit();
+  const perKey = options.perKey ?? Number.MAX_SAFE_INTEGER;
+  const keys = new KeyedLimit(typeof perKey === 'number' ? () => perKey : perKey);
   let inFlight = 0;
   const idleWaiters: (() => void)[] = [];
 
@@ -101,7 +113,7 @@ export async function runWindowedStage<N extends RecordName>(stage: RecordStage<
       try {
         const got = await decoded;
         if (!Array.isArray(got) && options.keyOf) key = options.keyOf(got as never);
-        await keys.acquire(key, options.perKey ?? Number.MAX_SAFE_INTEGER);
+        await keys.acquire(key);
         try {
           await produce(consuming, Array.isArray(got) ? got : await outcome(consuming, got, ctx));
         } finally {

@@ -9,13 +9,23 @@ export interface ReceivedRequest {
   at: number;
 }
 
+/** An answer: its status, and how long to hold it back (to keep requests in flight at once). */
+export interface Answer {
+  status: number;
+  headers?: Record<string, string>;
+  delayMs?: number;
+}
+
 export interface Receiver {
   url: string;
   requests: ReceivedRequest[];
+  /** Requests open right now (arrived, not answered), and the most there ever were at once. */
+  inFlight(): number;
+  maxInFlight(): number;
   /** Answers the next requests with this status (default 200). */
   respondWith(status: number, headers?: Record<string, string>): void;
   /** Decides each answer from the request and how many came before it; `hang` never answers. */
-  respondBy(fn: (req: ReceivedRequest, index: number) => { status: number; headers?: Record<string, string> } | 'hang'): void;
+  respondBy(fn: (req: ReceivedRequest, index: number) => Answer | 'hang'): void;
   waitForRequests(count: number, timeoutMs?: number): Promise<ReceivedRequest[]>;
   close(): Promise<void>;
 }
@@ -25,16 +35,33 @@ export async function startReceiver(): Promise<Receiver> {
   const requests: ReceivedRequest[] = [];
   let status = 200;
   let extraHeaders: Record<string, string> = {};
-  let decide: ((req: ReceivedRequest, index: number) => { status: number; headers?: Record<string, string> } | 'hang') | undefined;
+  let decide: ((req: ReceivedRequest, index: number) => Answer | 'hang') | undefined;
   const waiters: { count: number; resolve: () => void }[] = [];
+  let open = 0;
+  let maxOpen = 0;
   const server = http.createServer((req, res) => {
+    // open from the request's arrival until its answer is sent or the client goes away
+    open++;
+    maxOpen = Math.max(maxOpen, open);
+    let closed = false;
+    const close = () => {
+      if (closed) return;
+      closed = true;
+      open--;
+    };
+    res.once('finish', close);
+    res.once('close', close);
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const received = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks), at: Date.now() };
       requests.push(received);
-      const answer = decide ? decide(received, requests.length - 1) : { status, headers: extraHeaders };
-      if (answer !== 'hang') res.writeHead(answer.status, answer.headers ?? {}).end('ok');
+      const answer: Answer | 'hang' = decide ? decide(received, requests.length - 1) : { status, headers: extraHeaders };
+      if (answer !== 'hang') {
+        const send = () => res.writeHead(answer.status, answer.headers ?? {}).end('ok');
+        if (answer.delayMs) setTimeout(send, answer.delayMs);
+        else send();
+      }
       for (const w of waiters.filter((w) => requests.length >= w.count)) w.resolve();
     });
   });
@@ -43,6 +70,8 @@ export async function startReceiver(): Promise<Receiver> {
   return {
     url: `http://127.0.0.1:${port}/hook`,
     requests,
+    inFlight: () => open,
+    maxInFlight: () => maxOpen,
     respondBy(fn) {
       decide = fn;
     },

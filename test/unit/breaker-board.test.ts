@@ -15,10 +15,9 @@ describe('breaker board', () => {
   });
 
   it('shows open and half-open breakers of live processes, and drops closed ones', async () => {
-    const a = new BreakerBoard(redis, prefix, { beatMs: 200 });
-    const b = new BreakerBoard(redis, prefix, { beatMs: 200 });
-    a.start(() => undefined);
-    b.start(() => undefined);
+    const a = new BreakerBoard(redis, prefix, { expiresMs: 600 });
+    const b = new BreakerBoard(redis, prefix, { expiresMs: 600 });
+    await Promise.all([a.sync(), b.sync()]);
     try {
       await a.record('ten_a', 'dst_a', 'open', 1_000);
       await b.record('ten_b', 'dst_b', 'half-open', 2_000);
@@ -34,13 +33,36 @@ describe('breaker board', () => {
   });
 
   it('forgets the breakers of a process that stopped beating', async () => {
-    const dead = new BreakerBoard(redis, prefix, { beatMs: 100 });
-    const reader = new BreakerBoard(redis, prefix);
+    const dead = new BreakerBoard(redis, prefix, { expiresMs: 300 });
+    const reader = new BreakerBoard(redis, prefix, { expiresMs: 300 });
     await dead.record('ten_a', 'dst_gone', 'open');
     expect((await reader.entries()).map((e) => e.destination_id)).toEqual(['dst_gone']);
-    // no heartbeat: the board expires after three missed beats
+    // no beat: the process leaves the live set, its board with it
     await new Promise((r) => setTimeout(r, 500));
     expect(await reader.entries()).toEqual([]);
-    expect(await redis.smembers(`${prefix}breakers`)).toEqual([]);
+    expect(await redis.zrange(`${prefix}deliverers`, 0, -1)).toEqual([]);
+  });
+
+  it('counts the live deliver processes and shows each the others\' breakers, reading boards again only on a change', async () => {
+    const p = `t${uniqueSuffix()}.`;
+    const a = new BreakerBoard(redis, p, { expiresMs: 2_000 });
+    const b = new BreakerBoard(redis, p, { expiresMs: 2_000 });
+    try {
+      expect((await a.sync()).members).toEqual([a.instance]);
+      const view = await b.sync();
+      expect([...view.members].sort()).toEqual([a.instance, b.instance].sort());
+      expect(view.breakers).toEqual([]);
+      await a.record('ten_a', 'dst_a', 'open', 5_000);
+      const seen = await b.sync();
+      expect(seen.breakers).toEqual([{ tenant_id: 'ten_a', destination_id: 'dst_a', state: 'open', since: 5_000, instance: a.instance }]);
+      // nothing changed: the same read, without reading the boards again
+      expect((await b.sync()).breakers).toBe(seen.breakers);
+      await a.stop();
+      const after = await b.sync();
+      expect(after.members).toEqual([b.instance]);
+      expect(after.breakers).toEqual([]);
+    } finally {
+      await Promise.all([a.stop(), b.stop()]);
+    }
   });
 });
