@@ -4,6 +4,7 @@ import path from 'node:path';
 import { ConfigError, loadConfig, stagesFromArgs } from '../core/config';
 import { startLocalRedis, type LocalRedis } from '../infra/redis/local-redis';
 import { uniqueSuffix } from './support/ids';
+import { randomEvidenceKey } from './support/keyring';
 import { runScript } from './support/process';
 import { spawnService, stopService, type ServiceProcess } from './support/service-process';
 
@@ -18,7 +19,7 @@ describe('--role and --stage', () => {
   });
 
   it('the API serves the Hook URLs; a consuming process takes a free port for its health', () => {
-    const base = { SECRETS_KEK: process.env.SECRETS_KEK };
+    const base = { SECRETS_KEK: process.env.SECRETS_KEK, EVIDENCE_SIGNING_KEY: randomEvidenceKey() };
     expect(loadConfig({ ...base, STAGES: 'api' }).stages).toEqual(['api', 'ingest']);
     expect(loadConfig({ ...base, STAGES: 'api' }).port).toBe(8080);
     expect(loadConfig({ ...base, STAGES: 'ingest' }).port).toBe(8080);
