@@ -6,9 +6,10 @@ import { secretsRotate } from './secrets';
 import { dlqReplay } from './dlq';
 import { DEFAULT_STATE_FILE, verifyDeliveryEvidence, type VerifyOptions } from './evidence';
 import { readRunFile } from '../infra/local';
+import { checkHealth } from './health';
 
 /** The options of `evidence verify`, from its arguments and the environment. */
-function evidenceOptions(rest: string[], values: Record<string, string | boolean | undefined>): VerifyOptions {
+function evidenceOptions(rest: string[], values: Record<string, string | string[] | boolean | undefined>): VerifyOptions {
   const [deliveryId, ...extra] = rest;
   if (!deliveryId || extra.length > 0) throw new CliError(`evidence verify takes one delivery id\n${USAGE}`);
   const tenant = values.tenant;
@@ -41,7 +42,9 @@ const USAGE = `usage:
   npm run cli -- dlq replay --destination <destination id> [--no-progress]
   npm run cli -- secrets rotate
   npm run cli -- evidence verify <delivery id> --tenant <id> [--attempt <n>] [--api-url <url>] [--state <file>] [--verifier-key <key>]
-                 (the API key comes from HOOKLINE_API_KEY)`;
+                 (the API key comes from HOOKLINE_API_KEY)
+  npm run cli -- health [--url <process base URL> ...]
+                 (each process's /readyz; exit 1 unless every one is ready; default: the API beside \`npm start\`)`;
 
 async function main(argv: string[]): Promise<void> {
   const { positionals, values } = parseArgs({
@@ -60,6 +63,7 @@ async function main(argv: string[]): Promise<void> {
       'api-url': { type: 'string' },
       state: { type: 'string' },
       'verifier-key': { type: 'string' },
+      url: { type: 'string', multiple: true },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -70,6 +74,20 @@ async function main(argv: string[]): Promise<void> {
   if (positionals[0] === 'evidence' && positionals[1] === 'verify') {
     const result = await verifyDeliveryEvidence(evidenceOptions(positionals.slice(2), values));
     process.stdout.write(`${JSON.stringify(result)}\n`);
+    return;
+  }
+  if (positionals.length === 1 && positionals[0] === 'health') {
+    const urls = values.url ?? [];
+    if (urls.length === 0) {
+      const api = process.env.HOOKLINE_API_URL ?? readRunFile(cliConfig().config.dataDir)?.api_url;
+      if (api) urls.push(api);
+    }
+    const results = await checkHealth(urls);
+    for (const r of results) process.stdout.write(`${JSON.stringify(r)}\n`);
+    if (!results.every((r) => r.ready)) {
+      const bad = results.filter((r) => !r.ready).map((r) => `${r.url}: ${r.error ?? `not ready (${r.failing.join(', ')})`}`);
+      throw new CliError(`not ready: ${bad.join('; ')}`);
+    }
     return;
   }
   const command = positionals.join(' ');

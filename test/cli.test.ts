@@ -108,3 +108,30 @@ describe('cli keys create', () => {
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
   });
 });
+
+describe('cli health', () => {
+  let svc: TestService;
+  beforeAll(async () => {
+    svc = await startTestService();
+  });
+  afterAll(async () => {
+    await svc?.stop();
+  });
+
+  it('says each process is ready, and exits 1 naming the one that does not answer', async () => {
+    const ok = await runScript('cli/main.ts', ['health', '--url', svc.url], { ...process.env });
+    expect(ok.code).toBe(0);
+    expect(JSON.parse(ok.stdout.trim())).toMatchObject({ url: svc.url, ready: true, failing: [], stages: expect.arrayContaining(['api', 'deliver']) });
+
+    const down = 'http://127.0.0.1:9';
+    const bad = await runScript('cli/main.ts', ['health', '--url', svc.url, '--url', down], { ...process.env });
+    expect(bad.code).toBe(1);
+    const lines = bad.stdout.trim().split('\n').map((l) => JSON.parse(l) as { url: string; ready: boolean });
+    expect(lines.map((l) => [l.url, l.ready])).toEqual([[svc.url, true], [down, false]]);
+    expect(bad.stderr.trim().split('\n')[0]).toMatch(/^not ready: http:\/\/127\.0\.0\.1:9: /);
+
+    const wrong = await runScript('cli/main.ts', ['health', '--url', 'not a url'], { ...process.env });
+    expect(wrong.code).toBe(1);
+    expect(wrong.stderr.trim()).toBe('--url: not a URL: "not a url"');
+  });
+});
