@@ -2,11 +2,11 @@ import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { topicNames } from '../../core/topics';
 import { createKafka } from '../../platform/kafka/client';
-import { startLocalClickHouse, type LocalClickHouse } from '../clickhouse/local-clickhouse';
+import { startLocalClickHouse } from '../clickhouse/local-clickhouse';
 import { startLocalKafkaCluster, type LocalKafkaCluster } from '../kafka/local-kafka';
 import { spawnTethered, type ChildHandle } from '../process/child';
 import { freePort, waitFor } from '../process/ports';
-import { startLocalRedis, type LocalRedis } from '../redis/local-redis';
+import { startLocalRedis } from '../redis/local-redis';
 import { startSchemaRegistry, type SchemaRegistryServer } from '../registry/server';
 
 const REPO_ROOT = path.resolve(__dirname, '../..');
@@ -77,24 +77,10 @@ function servesHttpArgs(args: readonly string[]): boolean {
   return args.some((a, i) => ['api', 'ingest', '--role=api', '--role=ingest', '--stage=api', '--stage=ingest'].includes(a) && (a.startsWith('--') || ['--role', '--stage'].includes(args[i - 1] ?? '')));
 }
 
-async function restartableRedis(dir: string): Promise<Restartable> {
+/** A server started on a port of its own, which stop() and start() take down and bring back there. */
+async function restartable(start: (port: number) => Promise<{ url: string; stop(): Promise<void> }>): Promise<Restartable> {
   const port = await freePort();
-  let redis: LocalRedis | undefined = await startLocalRedis(dir, { port });
-  return {
-    url: redis.url,
-    async stop() {
-      await redis?.stop();
-      redis = undefined;
-    },
-    async start() {
-      if (!redis) redis = await startLocalRedis(dir, { port });
-    },
-  };
-}
-
-async function restartableClickHouse(dir: string, user: string, password: string): Promise<Restartable> {
-  const port = await freePort();
-  let server: LocalClickHouse | undefined = await startLocalClickHouse(dir, { port, user, password });
+  let server: { url: string; stop(): Promise<void> } | undefined = await start(port);
   return {
     url: server.url,
     async stop() {
@@ -102,7 +88,7 @@ async function restartableClickHouse(dir: string, user: string, password: string
       server = undefined;
     },
     async start() {
-      if (!server) server = await startLocalClickHouse(dir, { port, user, password });
+      server ??= await start(port);
     },
   };
 }
@@ -185,8 +171,8 @@ export async function startCluster(options: ClusterOptions): Promise<RunningClus
     const chPassword = options.env.CLICKHOUSE_PASSWORD ?? 'hookline-local';
     const [kafka, redis, clickhouse] = await Promise.all([
       startLocalKafkaCluster(path.join(dataDir, 'kafka'), { nodes: brokers }),
-      restartableRedis(path.join(dataDir, 'redis')),
-      restartableClickHouse(path.join(dataDir, 'clickhouse'), chUser, chPassword),
+      restartable((port) => startLocalRedis(path.join(dataDir, 'redis'), { port })),
+      restartable((port) => startLocalClickHouse(path.join(dataDir, 'clickhouse'), { port, user: chUser, password: chPassword })),
     ]);
     stops.push(() => clickhouse.stop(), () => redis.stop(), () => kafka.stop());
     say(`Kafka ${kafka.brokers.join(',')}; Redis ${redis.url}; ClickHouse ${clickhouse.url}`);
