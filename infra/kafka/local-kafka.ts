@@ -157,16 +157,10 @@ async function startNode(dataDir: string, node: KafkaNodeSpec, voters: readonly 
 
   if (!existsSync(path.join(dataDir, 'log', 'meta.properties'))) {
     // base64url may begin with "-"; passed as --cluster-id=<id> it is never taken for an option
-    // the JVM now and then fails to find argparse4j's message bundle (a ClassCastException inside
-    // ResourceBundle) before it formats anything: a second run of the same command succeeds
-    for (let attempt = 1; ; attempt++) {
-      const r = spawnSync('java', ['-cp', classpath, `-Dlog4j2.configurationFile=${log4jFile}`, 'kafka.tools.StorageTool', 'format', `--cluster-id=${clusterId}`, `--config=${propsFile}`], {
-        encoding: 'utf8',
-      });
-      if (r.status === 0) break;
-      const output = (r.stdout + r.stderr).trim();
-      if (attempt >= 3 || !output.includes('MissingResourceException')) throw new Error(`formatting Kafka storage failed: ${output}`);
-    }
+    const r = spawnSync('java', ['-cp', classpath, `-Dlog4j2.configurationFile=${log4jFile}`, 'kafka.tools.StorageTool', 'format', `--cluster-id=${clusterId}`, `--config=${propsFile}`], {
+      encoding: 'utf8',
+    });
+    if (r.status !== 0) throw new Error(`formatting Kafka storage failed: ${(r.stdout + r.stderr).trim()}`);
   }
 
   const child: ChildHandle = spawnTethered(
