@@ -521,5 +521,5 @@ export const SETTINGS: SettingDoc[] = [
   { env: 'PROOF_LAG_THRESHOLD', default: '10000', unit: 'records', description: 'Consumer lag of a stage (PROOF-002) or of the sink (PROOF-004) above which the proof fails.' },
   { env: 'PROOF_GRACE_MS', default: '300000', unit: 'milliseconds', description: 'How long an accepted event may rest at `received`, or a delivered attempt wait for `acked`, before PROOF-001 counts it as unaccounted; also the slack PROOF-003 and PROOF-010 allow beyond a breaker\'s or a retry tier\'s delay.' },
   { env: 'PROOF_DLQ_THRESHOLD', default: '1000', unit: 'deliveries', description: 'Dead deliveries of a tenant not yet retried above which PROOF-009 fails.' },
-  { env: 'BOOTSTRAP_DEMO_TENANT', default: 'true', unit: 'boolean', description: 'On first start with an empty configuration, create tenant `demo` and print its API key once.' },
+  { env: 'BOOTSTRAP_DEMO_TENANT', default: 'true', unit: 'boolean', description: 'On first start with an empty configuration, create tenant `demo` and print its API key once (only a process that runs the API does).' },
 ];

@@ -294,7 +294,8 @@ export async function startService(config: Config, log = new Logger(config.logLe
     running.push(...(await Promise.all(starting)));
 
     let demoKey: string | undefined;
-    if (config.bootstrapDemoTenant && store.all('tenant').length === 0) {
+    // only where the API runs: roles started together would otherwise each make a demo tenant
+    if (config.bootstrapDemoTenant && has('api') && store.all('tenant').length === 0) {
       await ensureTenant(store, 'demo', 'Demo tenant');
       demoKey = (await issueApiKey(store, 'demo', [...SCOPES])).api_key;
     }
