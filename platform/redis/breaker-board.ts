@@ -121,8 +121,9 @@ export class BreakerBoard implements DeploymentPort {
   }
 
   private async members(beat: boolean): Promise<{ version: string; members: string[] }> {
-    const [version, members] = (await this.beat(...this.keys, this.instance, this.expiresMs, beat ? '1' : '0')) as [string, string[]];
-    return { version, members };
+    const [version, live] = (await this.beat(...this.keys, this.instance, this.expiresMs, beat ? '1' : '0')) as [string, string[]];
+    // by name, not by last beat: a beat reorders the set, and a new order is no change
+    return { version, members: [...live].sort() };
   }
 
   private async boards(version: string, members: string[]): Promise<BreakerEntry[]> {

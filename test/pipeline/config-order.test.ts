@@ -17,6 +17,7 @@ import { topology } from '../../service/topology';
 import { destinationWithIngester, sendEvent, transitionsOf, waitForStates } from '../support/flow';
 import { startReceiver, type Receiver } from '../support/receiver';
 import { eventually, startTestService, type TestService } from '../support/service';
+import { randomEvidenceKey } from '../support/keyring';
 
 const versionOf = (r: StoredRecord): bigint | undefined => {
   const raw = r.headers[CONFIG_VERSION_HEADER];
@@ -58,7 +59,7 @@ describe('a configuration change reaches every process in order', () => {
 
   beforeAll(async () => {
     // no validate stage here: the test's second process is the only one
-    [svc, r] = await Promise.all([startTestService({ STAGES: 'api,deliver,retry,evidence,sink' }), startReceiver()]);
+    [svc, r] = await Promise.all([startTestService({ STAGES: 'api,deliver,retry,evidence,sink', EVIDENCE_SIGNING_KEY: randomEvidenceKey() }), startReceiver()]);
     producer = createProducer(svc.service.kafka);
     await producer.connect();
   });
