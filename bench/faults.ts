@@ -172,6 +172,8 @@ interface Fault {
   name: string;
   /** Injects the fault; resolves when it is cleared, with the moment it was cleared. */
   run(c: RunningCluster, load: Load): Promise<number>;
+  /** Puts the deployment back as it was, once the pipeline has caught up without it. */
+  restore?(c: RunningCluster, load: Load): Promise<void>;
 }
 
 const killedBroker = 2;
@@ -218,12 +220,14 @@ const FAULTS: Fault[] = [
       victim.signal('SIGKILL');
       const killedAt = Date.now();
       await victim.exited();
-      await sleep(20_000);
+      // the survivor must take the dead member's partitions: recovery counts from the kill
+      return killedAt;
+    },
+    async restore(c, load) {
+      const victim = c.processes[1]!;
       await victim.start();
       load.down.delete(victim);
       say(`${victim.name} started again`);
-      // the survivor must take the dead member's partitions: recovery counts from the kill
-      return killedAt;
     },
   },
   {
@@ -368,6 +372,7 @@ async function main(): Promise<void> {
       // the next fault starts from the steady state, not from this one's backlog
       const recoveredAt = await caughtUp(load, receiver.seen, scan, steadyBacklog + 5);
       say(`${fault.name}: ${recoveredAt === undefined ? 'NOT caught up' : `caught up ${Math.round((recoveredAt - clearedAt) / 100) / 10} s after clearing`}`);
+      await fault.restore?.(cluster, load);
       await sleep(AFTER_MS);
       const evidence = await checkEvidenceLog(kafka, codec, evidenceTopic, signingKey);
       say(`${fault.name}: evidence log ${evidence.consistent ? `one tree of ${evidence.tree_size} leaves` : `NOT CONSISTENT: ${evidence.problem}`}`);
