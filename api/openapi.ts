@@ -1451,6 +1451,15 @@ function mcpPaths(): Json {
 
 function publicPaths(): Json {
   const problemResponse = (description: string, slug: Exclude<ErrorSlug, 'method-not-allowed'>): Json => ({ description, headers: headerRefs(['X-Request-Id']), content: problemContent([slug]) });
+  /** The answers of the live checks, under /v1/mcp/health and /readyz alike. */
+  const readiness = (okDescription: string): Json => {
+    const health = (status: Json, description: string): Json => ({ description, headers: headerRefs(['X-Request-Id', 'Cache-Control']), content: { 'application/json': { schema: { allOf: [schema('Health'), status] } } } });
+    return {
+      '200': health({ properties: { status: { const: 'ok' } }, not: { required: ['failing'] } }, okDescription),
+      '503': health({ properties: { status: { const: 'unavailable' } }, required: ['failing'] }, 'Some dependency is down or still starting; `failing` names them.'),
+      '500': problemResponse('internal-error: the health check itself failed.', 'internal-error'),
+    };
+  };
   return {
     '/v1/mcp/health': {
       get: {
@@ -1459,11 +1468,7 @@ function publicPaths(): Json {
         description: 'Live checks of Kafka, the schema registry, Redis, ClickHouse and this process\'s pipeline, with build and version metadata. No authentication.',
         tags: ['Health'],
         security: [],
-        responses: {
-          '200': { description: 'Every dependency is up (or unused by this process).', headers: headerRefs(['X-Request-Id', 'Cache-Control']), content: { 'application/json': { schema: { allOf: [schema('Health'), { properties: { status: { const: 'ok' } }, not: { required: ['failing'] } }] } } } },
-          '503': { description: 'Some dependency is down or still starting; `failing` names them.', headers: headerRefs(['X-Request-Id', 'Cache-Control']), content: { 'application/json': { schema: { allOf: [schema('Health'), { properties: { status: { const: 'unavailable' } }, required: ['failing'] }] } } } },
-          '500': problemResponse('internal-error: the health check itself failed.', 'internal-error'),
-        },
+        responses: readiness('Every dependency is up (or unused by this process).'),
       },
     },
     '/readyz': {
@@ -1473,11 +1478,7 @@ function publicPaths(): Json {
         description: 'Served by every process of the service, whatever its stages or role (a process without the API serves only these two paths and `/v1/mcp/health`). The same live checks as `/v1/mcp/health`: 200 once every dependency this process uses answers and its stages run, 503 naming in `failing` the dependencies that are down or starting. For a load balancer or an orchestrator\'s readiness probe. No authentication.',
         tags: ['Health'],
         security: [],
-        responses: {
-          '200': { description: 'Every dependency this process uses is up, and its stages run.', headers: headerRefs(['X-Request-Id', 'Cache-Control']), content: { 'application/json': { schema: { allOf: [schema('Health'), { properties: { status: { const: 'ok' } }, not: { required: ['failing'] } }] } } } },
-          '503': { description: 'Some dependency is down or still starting; `failing` names them.', headers: headerRefs(['X-Request-Id', 'Cache-Control']), content: { 'application/json': { schema: { allOf: [schema('Health'), { properties: { status: { const: 'unavailable' } }, required: ['failing'] }] } } } },
-          '500': problemResponse('internal-error: the health check itself failed.', 'internal-error'),
-        },
+        responses: readiness('Every dependency this process uses is up, and its stages run.'),
       },
     },
     '/healthz': {

@@ -1,5 +1,6 @@
 import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
+import { servesHttp, stagesFromArgs, type StageName } from '../../core/config';
 import { topicNames } from '../../core/topics';
 import { createKafka } from '../../platform/kafka/client';
 import { startLocalClickHouse } from '../clickhouse/local-clickhouse';
@@ -72,9 +73,10 @@ export interface RunningCluster {
   stop(): Promise<void>;
 }
 
+/** Whether a process started with `args` serves the API or the Hook URLs: the roles as the service reads them. */
 function servesHttpArgs(args: readonly string[]): boolean {
-  if (!args.some((a) => a.startsWith('--role') || a.startsWith('--stage'))) return true;
-  return args.some((a, i) => ['api', 'ingest', '--role=api', '--role=ingest', '--stage=api', '--stage=ingest'].includes(a) && (a.startsWith('--') || ['--role', '--stage'].includes(args[i - 1] ?? '')));
+  const stages = stagesFromArgs([...args]);
+  return stages === undefined || servesHttp(stages.split(',') as StageName[]);
 }
 
 /** A server started on a port of its own, which stop() and start() take down and bring back there. */
@@ -109,7 +111,7 @@ async function waitReady(url: string, child: ChildHandle, logFile: string, timeo
   );
 }
 
-function serviceInstance(plan: ProcessPlan, port: number, servesHttp: boolean, env: NodeJS.ProcessEnv, dataDir: string): ServiceInstance {
+function serviceInstance(plan: ProcessPlan, port: number, http: boolean, env: NodeJS.ProcessEnv, dataDir: string): ServiceInstance {
   const url = `http://127.0.0.1:${port}`;
   const dir = path.join(dataDir, 'processes', plan.name);
   const logFile = path.join(dir, 'service.log');
@@ -119,7 +121,7 @@ function serviceInstance(plan: ProcessPlan, port: number, servesHttp: boolean, e
     name: plan.name,
     args: plan.args,
     url,
-    servesHttp,
+    servesHttp: http,
     logFile,
     get pgid() {
       return child?.pid;
@@ -131,7 +133,7 @@ function serviceInstance(plan: ProcessPlan, port: number, servesHttp: boolean, e
       child = spawnTethered(plan.name, TSX, ['--max-semi-space-size=64', 'service/main.ts', ...plan.args], {
         logFile,
         cwd: REPO_ROOT,
-        env: { ...env, DATA_DIR: dir, PORT: String(port), HOST: '127.0.0.1', ...(servesHttp ? { PUBLIC_BASE_URL: url } : {}) },
+        env: { ...env, DATA_DIR: dir, PORT: String(port), HOST: '127.0.0.1', ...(http ? { PUBLIC_BASE_URL: url } : {}) },
       });
       void child.exited.then(() => (running = false));
       await waitReady(url, child, logFile, 180_000);
