@@ -12,6 +12,9 @@ export const ID_PREFIX = {
   request: 'req',
   correlation: 'cor',
   log: 'log',
+  eventType: 'etp',
+  replayJob: 'rpl',
+  change: 'chg',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIX;

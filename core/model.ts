@@ -28,7 +28,11 @@ export interface ApiKey {
   revoked_at?: string | null;
 }
 
-export type DestinationStatus = 'active' | 'disabled';
+/**
+ * `active` delivers; `paused` (set by an operator, `enabled: false`) and `disabled` (set by the
+ * service, e.g. after 410 Gone) hold new deliveries durably until the destination is enabled again.
+ */
+export type DestinationStatus = 'active' | 'paused' | 'disabled';
 
 /** Credentials sent on every delivery to a destination; sealed at rest, masked when shown. */
 export type DestinationAuth =
@@ -50,6 +54,15 @@ export interface Destination {
   disabled_reason: string | null;
   /** Waits before each attempt; null uses the service's RETRY_SCHEDULE. */
   retry_schedule_ms?: number[] | null;
+  /** Most delivery attempts per second to this destination, across all processes; null: no limit. */
+  rate_limit_per_s?: number | null;
+  /** Subscription: the event types this destination receives; null or absent: every type. */
+  event_types?: string[] | null;
+  /** Subscription: conditions on the payload an event must meet to be routed here (AND of rules). */
+  filter?: unknown[] | null;
+  /** The secret replaced by the last rotation, still signing beside the new one until it expires. */
+  previous_signing_secret?: string | null;
+  previous_secret_expires_at?: string | null;
   created_at: string;
   updated_at: string;
 }
@@ -92,7 +105,49 @@ export interface SavedPayload {
   created_at: string;
 }
 
-export type Entity = Tenant | ApiKey | Destination | Ingester | DeliveryFlow | SavedPayload;
+/** An event type of a tenant's catalogue: what subscriptions name, with the schema of its payload. */
+export interface EventType {
+  kind: 'event_type';
+  id: string;
+  tenant_id: string;
+  /** The type as events carry it, e.g. `invoice.paid`; unique in the tenant. */
+  name: string;
+  description: string | null;
+  /** JSON Schema (2020-12) of the payload, or null. */
+  schema: Record<string, unknown> | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export type ReplayJobStatus = 'running' | 'completed' | 'cancelled' | 'failed';
+
+/** A replay of every delivery matching a filter, run in the background. */
+export interface ReplayJob {
+  kind: 'replay_job';
+  id: string;
+  tenant_id: string;
+  filter: {
+    destination_id?: string | null;
+    status?: string | null;
+    event_type?: string | null;
+    from: string;
+    to: string;
+  };
+  status: ReplayJobStatus;
+  /** Deliveries that match the filter, replayed so far, and how the replays ended. */
+  matched: number;
+  replayed: number;
+  delivered: number;
+  failed: number;
+  error: string | null;
+  /** The API key that started the job. */
+  created_by: string;
+  created_at: string;
+  updated_at: string;
+  finished_at: string | null;
+}
+
+export type Entity = Tenant | ApiKey | Destination | Ingester | DeliveryFlow | SavedPayload | EventType | ReplayJob;
 export type EntityKind = Entity['kind'];
 
 /** Key of an entity on the config topic. Tenants have no tenant above them. */

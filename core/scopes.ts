@@ -16,6 +16,10 @@ export const SCOPES = [
   'read:operations',
   'read:keys',
   'write:keys',
+  'read:event-types',
+  'write:event-types',
+  'read:replays',
+  'write:replays',
 ] as const;
 
 export type Scope = (typeof SCOPES)[number];

@@ -119,6 +119,9 @@ export function deliveryRow(o: DeliveryOutcome) {
     error_message: o.error_message,
     body_sha256: o.body_sha256,
     next_attempt_at: o.next_attempt_at === null ? null : chTime(o.next_attempt_at),
+    response_body: o.response_body ?? '',
+    replay_of: o.replay_of ?? null,
+    replay_job_id: o.replay_job_id ?? null,
   };
 }
 

@@ -52,6 +52,10 @@ export interface DeliveryTask {
   replay_of: string | null;
   /** the event's hop count; the delivery carries hops + 1 */
   hops: number;
+  /** The replay job that queued this delivery (absent from records written before the field). */
+  replay_job_id?: string | null;
+  /** Send time the destination's rate limit reserved for this attempt (ms), once reserved. */
+  slot_at?: number | null;
 }
 
 export type DeliveryStatus = 'delivered' | 'retrying' | 'failed';
@@ -70,6 +74,11 @@ export interface DeliveryOutcome {
   error_message: string | null;
   body_sha256: string;
   next_attempt_at: number | null;
+  /** The delivery this one replays (absent from records written before the field). */
+  replay_of?: string | null;
+  replay_job_id?: string | null;
+  /** First 4 KiB of the response body as text; null when no answer came. */
+  response_body?: string | null;
 }
 
 export interface ConfigEntry {
