@@ -18,6 +18,7 @@ import type { RateLimits } from '../core/rate-limits';
 import type { Redis } from 'ioredis';
 import { deliveriesRouter } from './routes/deliveries';
 import { destinationsRouter } from './routes/destinations';
+import { destinationChangeDepsOf, destinationChangesRouter } from './routes/destination-changes';
 import { healthRouter, type BuildInfo, type HealthProbe } from './routes/health';
 import { ingestersRouter } from './routes/ingesters';
 import { eventsRouter } from './routes/events';
@@ -198,7 +199,9 @@ export function createApp(options: ApiOptions): Express {
         tenant.use(rateLimit({ redis: s.redis, prefix: s.redisPrefix, limits: s.rateLimits, routes: routesOf(), log: options.log }));
         tenant.use(jsonBody());
         tenant.use(idempotency({ redis: s.redis, prefix: s.redisPrefix, ttlSeconds: s.idempotencyTtlSeconds, keyring: s.keyring, log: options.log }));
-        tenant.use('/destinations', destinationsRouter(s.store, s.claims, { httpsOnly: s.destinationHttpsOnly, refusalOf: s.refusalOfDestination, quotas: s.quotas }));
+        const destinationChanges = destinationChangeDepsOf(s, options.log);
+        tenant.use('/destinations', destinationsRouter(s.store, s.claims, { httpsOnly: s.destinationHttpsOnly, refusalOf: s.refusalOfDestination, quotas: s.quotas, changes: destinationChanges.record }));
+        tenant.use('/destinations', destinationChangesRouter(destinationChanges));
         tenant.use('/ingesters', ingestersRouter(s.store, s.publicBaseUrl, s.maxFanout, s.quotas));
         tenant.use('/deliveries', deliveriesRouter(s.clickhouse, s.clickhouseDatabase));
         tenant.use('/events', eventsRouter(s.clickhouse, s.clickhouseDatabase, s.store, s.replay));

@@ -5,6 +5,7 @@ import { STATUS_OF, TITLE_OF, type ErrorSlug } from '../core/errors';
 import { HEADER_VALUE_OPS, MAX_DEPTH, MAX_NAME_LENGTH, MAX_PATH_SEGMENTS, MAX_PATTERN_LENGTH, MAX_RULES, MAX_STRING_LENGTH, MAX_TOTAL_PROGRAM_SIZE, MAX_VALUES, PRESENCE_OPS } from '../core/filters';
 import { MAX_PROGRAM_SIZE } from '../core/regex';
 import { AUTH_LIMITS } from '../core/destination-auth';
+import { CHANGE_ACTIONS } from '../core/destination-changes';
 import { ID_PREFIX } from '../core/ids';
 import { PROVIDERS } from '../core/model';
 import { DEFAULT_TOLERANCE_SECONDS, GENERIC_ALGORITHMS, GENERIC_ENCODINGS, MAX_TOLERANCE_SECONDS } from '../core/providers';
@@ -85,6 +86,7 @@ const PROBLEM_SCHEMA_OF: Record<Exclude<ErrorSlug, 'method-not-allowed'>, string
   'not-acceptable': 'NotAcceptableProblem',
   conflict: 'ConflictProblem',
   'idempotency-conflict': 'IdempotencyConflictProblem',
+  'precondition-failed': 'PreconditionFailedProblem',
   'payload-too-large': 'PayloadTooLargeProblem',
   'unsupported-media-type': 'UnsupportedMediaTypeProblem',
   'unprocessable-entity': 'UnprocessableEntityProblem',
@@ -145,6 +147,7 @@ function problemSchemas(errorBase: string): Json {
       properties: { idempotency_key: { type: 'string' } },
       required: ['idempotency_key'],
     }),
+    PreconditionFailedProblem: p('precondition-failed', 'The `If-Match` header names another version than the current one (its `ETag`): the object changed since it was read. Read it again and retry.'),
     PayloadTooLargeProblem: p('payload-too-large', 'The request body is larger than allowed.'),
     UnsupportedMediaTypeProblem: p('unsupported-media-type', 'The request body is not `application/json` (or `+json`), or its content encoding or charset is not supported.'),
     UnprocessableEntityProblem: p('unprocessable-entity', 'A well-formed request with a value the API cannot use: an unknown `status` or `level` filter, or a body member that is well-formed but refused (each such member is named in `errors`).', {
@@ -171,18 +174,106 @@ const retrySchedule: Json = {
 
 const nameInput: Json = { type: 'string', minLength: 1, maxLength: MAX_ENTITY_NAME, pattern: '\\S', 'x-pattern-message': 'must not be empty', description: `Not blank, at most ${MAX_ENTITY_NAME} characters; stored trimmed.` };
 
+const destinationUrlInput: Json = { type: 'string', format: 'uri', maxLength: MAX_URL_LENGTH, pattern: '^[Hh][Tt][Tt][Pp][Ss]?:', 'x-pattern-message': 'must be an http or https URL', description: 'Absolute http or https URL without credentials that receives the webhooks. Addresses outside the public internet are refused (422 here, and again on every connection, so a name whose DNS changes later is refused at delivery) unless `DESTINATION_ALLOWED_NETWORKS` allows them; a name must resolve; this service\'s own listener and `PUBLIC_BASE_URL` are always refused.' };
+const destinationNameInput: Json = { ...nameInput, description: `Unique in the tenant, compared case-insensitively after trimming (409 conflict otherwise, also under concurrent creates). At most ${MAX_ENTITY_NAME} characters.` };
+
 const destinationProperties: Json = {
   id: schema('DestinationId'),
   name: { type: 'string' },
   url: { type: 'string', format: 'uri' },
-  status: { type: 'string', enum: ['active', 'disabled'], description: '`active` after creation; `disabled` once the receiver answered 410 Gone (see `disabled_reason`).' },
+  status: { type: 'string', enum: ['active', 'paused', 'disabled'], description: '`active` after creation; `paused` while an operator has it switched off (`enabled: false`); `disabled` once the receiver answered 410 Gone (see `disabled_reason`). Only `active` delivers.' },
+  enabled: { type: 'boolean', description: 'Whether the destination delivers: `true` exactly when `status` is `active`.' },
   created_at: schema('Timestamp'),
   updated_at: schema('Timestamp'),
   disabled_reason: { type: ['string', 'null'] },
   retry_schedule_ms: nullable(schema('RetrySchedule')),
   auth: nullable(schema('DestinationAuthShown')),
+  rate_limit_per_s: nullable(schema('RateLimitPerSecond')),
+  event_types: nullable(schema('EventTypeSubscription')),
+  filter: nullable(schema('Filters')),
+  previous_secret_expires_at: { anyOf: [schema('Timestamp'), { type: 'null' }], description: 'Until when the signing secret replaced by the last rotation still signs beside the new one; `null` when no rotation kept one.' },
 };
-const destinationRequired = ['id', 'name', 'url', 'status', 'created_at', 'updated_at', 'disabled_reason', 'retry_schedule_ms', 'auth'];
+const destinationRequired = ['id', 'name', 'url', 'status', 'enabled', 'created_at', 'updated_at', 'disabled_reason', 'retry_schedule_ms', 'auth', 'rate_limit_per_s', 'event_types', 'filter', 'previous_secret_expires_at'];
+
+/** Members a destination body may carry beside name, url, schedule and credentials (create, patch, replace). */
+function destinationSettings(): Json {
+  return {
+    enabled: { type: 'boolean', description: '`false` pauses the destination (`status` `paused`); `true` makes it `active` again, also after the service disabled it on 410 Gone (clearing `disabled_reason`). Sent as the destination shows it, it changes nothing. Default `true`.' },
+    rate_limit_per_s: nullable(schema('RateLimitPerSecond')),
+    event_types: nullable(schema('EventTypeSubscription')),
+    filter: { ...nullable(schema('Filters')), description: 'Conditions on the event an event must meet to be delivered here, in the exact form of ingester filters (all rules must pass); `null`: none. Patterns the RE2 engine refuses answer 422.' },
+  };
+}
+
+/** The members a GET shows that the service sets, as a change of the destination may carry them. */
+const shownAsIs = (names: string[]): Record<string, Json> =>
+  Object.fromEntries(names.map((n) => [n, { readOnly: true, description: 'Shown by a GET and set by the service: accepted when equal to the current value; any other value answers 422 naming it.' }]));
+const DESTINATION_READ_ONLY = ['id', 'status', 'created_at', 'updated_at', 'disabled_reason', 'previous_secret_expires_at'];
+
+function destinationChangeSchemas(): Json {
+  const members = (): Json => ({
+    ...shownAsIs(DESTINATION_READ_ONLY),
+    name: destinationNameInput,
+    url: destinationUrlInput,
+    retry_schedule_ms: nullable(schema('RetrySchedule')),
+    auth: { ...nullable(schema('DestinationAuth')), description: 'Credentials; a secret sent as a GET shows it (masked) keeps the stored secret.' },
+    ...destinationSettings(),
+  });
+  const memberChange: Json = { type: 'object', required: ['from', 'to'], properties: { from: {}, to: {} }, additionalProperties: false };
+  return {
+    RateLimitPerSecond: { type: 'integer', minimum: 1, maximum: 10_000, description: 'Most delivery attempts per second to this destination, across all processes; `null`: no limit.' },
+    EventTypeSubscription: {
+      type: 'array', maxItems: 100, uniqueItems: true,
+      items: { type: 'string', minLength: 1, maxLength: 200, pattern: '^[A-Za-z0-9._:*-]+$', 'x-pattern-message': 'must be letters, digits and . _ : * -' },
+      description: 'The event types this destination receives; a trailing `*` is a prefix wildcard (`invoice.*`). `null`: every type.',
+    },
+    DestinationPatch: {
+      type: 'object',
+      description: 'A JSON merge patch (RFC 7396, sent as `application/merge-patch+json` or `application/json`): the members given replace the stored ones, `null` resets a nullable member to its default, members left out stay. A rename claims the new name (409 when taken). Members the service sets may be sent as a GET shows them; a different value answers 422. A member this body does not have answers 422 naming it; a wrong type 400.',
+      additionalProperties: false,
+      properties: members(),
+    },
+    DestinationReplace: {
+      type: 'object',
+      description: 'The whole destination: `name` and `url` are required; optional members left out take their defaults (`enabled` true, the others `null`). Members the service sets may be sent as a GET shows them; a different value answers 422. A member this body does not have answers 422 naming it; a wrong type 400.',
+      required: ['name', 'url'],
+      additionalProperties: false,
+      properties: members(),
+    },
+    SecretRotation: {
+      type: 'object',
+      description: 'How long the old signing secret keeps signing beside the new one. The body may be left out.',
+      additionalProperties: false,
+      properties: { overlap_seconds: { type: 'integer', minimum: 0, maximum: 604_800, default: 86_400, description: 'Seconds during which every delivery carries both signatures (`v1,<new> v1,<old>`); 0 drops the old secret at once. Default one day.' } },
+    },
+    SecretRotated: {
+      type: 'object',
+      description: 'The new signing secret, shown in this answer only.',
+      required: ['id', 'signing_secret', 'previous_secret_expires_at'],
+      properties: {
+        id: schema('DestinationId'),
+        signing_secret: { type: 'string', pattern: `^whsec_${BASE64_PATTERN}$`, description: 'The new Standard Webhooks secret (`whsec_` + base64).' },
+        previous_secret_expires_at: { anyOf: [schema('Timestamp'), { type: 'null' }], description: 'Until when the old secret still signs; `null` with an overlap of 0.' },
+      },
+      additionalProperties: false,
+    },
+    ChangeId: typedId('change', 'a change of a destination'),
+    DestinationChange: {
+      type: 'object',
+      description: 'One change of a destination: who made it, when, and each member that moved. Credentials are shown masked; signing secrets never appear (a rotation shows `previous_secret_expires_at`).',
+      required: ['id', 'at', 'actor', 'action', 'changes'],
+      properties: {
+        id: schema('ChangeId'),
+        at: schema('Timestamp'),
+        actor: { ...schema('ApiKeyId'), description: 'The API key that made the change.' },
+        action: { type: 'string', enum: [...CHANGE_ACTIONS] },
+        changes: { type: 'object', additionalProperties: memberChange, description: 'By member: its value before (`from`) and after (`to`), as a GET shows values.' },
+      },
+      additionalProperties: false,
+    },
+    DestinationChangeList: listOf('changes', 'DestinationChange', 'newest first'),
+  };
+}
 
 const authSecret = (what: string, spaces = true): Json => ({
   type: 'string', minLength: AUTH_LIMITS.secretMin, maxLength: AUTH_LIMITS.secret,
@@ -436,13 +527,14 @@ function schemas(errorBase: string): Json {
     RetrySchedule: retrySchedule,
     DestinationCreate: {
       type: 'object',
-      description: 'A new destination. Members a GET shows that the service sets (`id`, `status`, `created_at`, `updated_at`, `disabled_reason`) are accepted and left as the service sets them; any other member is refused (400).',
+      description: 'A new destination. Members a GET shows that the service sets (`id`, `status`, `created_at`, `updated_at`, `disabled_reason`, `previous_secret_expires_at`) are accepted and left as the service sets them; any other member is refused (400).',
       required: ['name', 'url'],
       additionalProperties: false,
       properties: {
-        ...shownBack(['id', 'status', 'created_at', 'updated_at', 'disabled_reason']),
-        name: { ...nameInput, description: `Unique in the tenant, compared case-insensitively after trimming (409 conflict otherwise, also under concurrent creates). At most ${MAX_ENTITY_NAME} characters.` },
-        url: { type: 'string', format: 'uri', maxLength: MAX_URL_LENGTH, pattern: '^[Hh][Tt][Tt][Pp][Ss]?:', 'x-pattern-message': 'must be an http or https URL', description: 'Absolute http or https URL without credentials that receives the webhooks. Addresses outside the public internet are refused (422 here, and again on every connection, so a name whose DNS changes later is refused at delivery) unless `DESTINATION_ALLOWED_NETWORKS` allows them; a name must resolve; this service\'s own listener and `PUBLIC_BASE_URL` are always refused.' },
+        ...shownBack(['id', 'status', 'created_at', 'updated_at', 'disabled_reason', 'previous_secret_expires_at']),
+        ...destinationSettings(),
+        name: destinationNameInput,
+        url: destinationUrlInput,
         retry_schedule_ms: nullable(schema('RetrySchedule')),
         auth: nullable(schema('DestinationAuth')),
       },
@@ -474,6 +566,7 @@ function schemas(errorBase: string): Json {
       additionalProperties: false,
     },
     DestinationList: listOf('destinations', 'Destination', 'by id (creation time), oldest first'),
+    ...destinationChangeSchemas(),
 
     ...filterSchemas(),
     ...ingesterSchemas(),
@@ -987,6 +1080,13 @@ function parameters(): Json {
     EvidenceTreeSize: { name: 'tree_size', in: 'query', required: false, description: 'Prove against the checkpoint of exactly this size (404 when there is none or it does not include the leaf); default the newest.', schema: { type: 'integer', minimum: 1 } },
     ConsistencyFrom: { name: 'from', in: 'query', required: true, description: 'Tree size of the older checkpoint.', schema: { type: 'integer', minimum: 1 } },
     ConsistencyTo: { name: 'to', in: 'query', required: false, description: 'Tree size of the newer checkpoint; default the newest.', schema: { type: 'integer', minimum: 1 } },
+    IfMatch: {
+      name: 'If-Match',
+      in: 'header',
+      required: false,
+      description: 'The `ETag` of the version this change is based on (or a comma-separated list of them): when the destination is at another version now, the change is refused with 412 precondition-failed and nothing changes. `*` matches any existing version. Without it, the change applies to whatever version is current.',
+      schema: { type: 'string', minLength: 1 },
+    },
     IdempotencyKey: {
       name: 'Idempotency-Key',
       in: 'header',
@@ -1014,6 +1114,7 @@ function headers(): Json {
     'WWW-Authenticate': { description: '`Bearer`, or `Bearer error="invalid_token"` for an unknown or expired key.', required: true, schema: { type: 'string', pattern: '^Bearer' } },
     'X-Correlation-Id': { description: 'The correlation id of the event (as in the body).', required: true, schema: { type: 'string', minLength: 1 } },
     'Cache-Control': { description: 'Health answers are never cached.', required: true, schema: { type: 'string', const: 'no-store' } },
+    ETag: { description: 'The version of the object shown (strong, `"<n>"`): send it as `If-Match` to change the object only while it is still this version.', required: true, schema: { type: 'string', pattern: '^"\\d+"$' } },
   };
 }
 
@@ -1073,6 +1174,8 @@ interface TenantOperation {
   conflict?: 'IdempotencyConflict' | { description: string };
   unprocessable?: string;
   tooLarge?: string;
+  /** 412: the If-Match header names another version. */
+  preconditionFailed?: string;
 }
 
 /** The answers every authenticated operation shares after its own: body, 422, rate limit, 500, 503. */
@@ -1096,6 +1199,7 @@ function tenantOperation(o: TenantOperation): Json {
   responses['404'] = o.notFound ? { ...tenantError(`not-found: ${o.notFound}, or the tenant in the path is not the key's own.`, ['not-found']) } : ref('responses', 'NotFound');
   if (o.conflict === 'IdempotencyConflict') responses['409'] = ref('responses', 'IdempotencyConflict');
   else if (o.conflict) responses['409'] = tenantError(`conflict: ${o.conflict.description}; or idempotency-conflict: the \`Idempotency-Key\` was used with a different request.`, ['conflict', 'idempotency-conflict']);
+  if (o.preconditionFailed) responses['412'] = tenantError(`precondition-failed: ${o.preconditionFailed}`, ['precondition-failed']);
   Object.assign(responses, bodyAndLimitErrors(o));
   return {
     operationId: o.operationId,
@@ -1123,6 +1227,67 @@ const listParams = [ref('parameters', 'Limit'), ref('parameters', 'Cursor')];
 const REFUSED_PATTERN = 'a filter `pattern` the RE2 engine cannot compile (backreferences, lookaround, possessive quantifiers, a syntax error) or that is too large; `errors` names each one, like `filters[0].pattern`. Checked once the request is otherwise valid (400 first).';
 const T = '/v1/tenants/:tenantId';
 
+const withEtag = (response: Json): Json => ({ ...response, headers: { ...(response.headers as Json), ETag: ref('headers', 'ETag') } });
+const DESTINATION_URL_REFUSED = 'the `url` points at an address `DESTINATION_ALLOWED_NETWORKS` does not allow (private, loopback, link-local, cloud metadata, reserved; a name by what it resolves to), at a name that does not resolve, or at this service itself (its listener or `PUBLIC_BASE_URL`, in any spelling).';
+const STALE = 'the `If-Match` header names another version than the destination\'s current `ETag`; nothing changed.';
+
+/** PATCH and PUT of `/destinations/{destination_id}`. */
+function destinationChangeOperations(): Json {
+  const change = (o: { operationId: string; summary: string; method: string; description: string; body: string; bodyDescription: string }): Json => {
+    const op = tenantOperation({
+      operationId: o.operationId, summary: o.summary, tag: 'Destinations', scope: 'write:destinations', rateLimitRoute: `${o.method} ${T}/destinations/:id`,
+      description: o.description,
+      parameters: [ref('parameters', 'IfMatch')],
+      requestBody: jsonBody(o.body, o.bodyDescription),
+      success: { '200': withEtag(ok('The destination as changed (or as it was, when nothing changed).', 'Destination')) }, forbidden: 'ForbiddenWriteResource', notFound: 'no such destination',
+      conflict: { description: 'another destination of the tenant has the new `name` (case-insensitive)' },
+      unprocessable: `a member this body does not have (each named in \`errors\` as "is not a member of this body"); a member the service sets sent with another value than the current one; ${DESTINATION_URL_REFUSED} Or a filter pattern the RE2 engine refuses.`,
+      preconditionFailed: STALE,
+    });
+    // a merge patch is JSON: both media types carry the same body
+    if (o.method === 'PATCH') {
+      const body = op.requestBody as Json;
+      op.requestBody = { ...body, content: { 'application/merge-patch+json': { schema: schema(o.body) }, ...(body.content as Json) } };
+    }
+    return op;
+  };
+  return {
+    patch: change({
+      operationId: 'patchDestination', summary: 'Change a destination', method: 'PATCH', body: 'DestinationPatch', bodyDescription: 'The merge patch.',
+      description: 'Changes the members the merge patch names: rename, URL, schedule, credentials, `enabled` (pause and resume), rate limit and subscription (`event_types`, `filter`). Every change is kept in the destination\'s history (`/changes`). With `If-Match`, only while the destination is still at that version.',
+    }),
+    put: change({
+      operationId: 'replaceDestination', summary: 'Replace a destination', method: 'PUT', body: 'DestinationReplace', bodyDescription: 'The whole destination.',
+      description: 'Replaces every settable member: those left out take their defaults (`enabled` true, the others `null`). A GET answer sent back (credentials masked) changes nothing. With `If-Match`, only while the destination is still at that version.',
+    }),
+  };
+}
+
+/** Rotation of the signing secret and the history of changes. */
+function destinationChangePaths(P: string, tenant: Json, destinationId: Json, listParams: Json[]): Json {
+  return {
+    [`${P}/destinations/{destination_id}/rotate-secret`]: {
+      parameters: [tenant, destinationId],
+      post: tenantOperation({
+        operationId: 'rotateDestinationSecret', summary: 'Rotate the signing secret', tag: 'Destinations', scope: 'write:destinations', rateLimitRoute: `POST ${T}/destinations/:id/rotate-secret`,
+        description: 'Gives the destination a new Standard Webhooks signing secret, shown in this answer only. The old secret keeps signing beside it for `overlap_seconds` (default one day): meanwhile `webhook-signature` carries both signatures, `v1,<new> v1,<old>`, so a receiver can switch without a gap. With `If-Match`, only while the destination is still at that version.',
+        parameters: [ref('parameters', 'IfMatch')],
+        requestBody: { ...jsonBody('SecretRotation', 'The overlap.'), required: false },
+        success: { '200': withEtag(ok('The new secret and until when the old one signs.', 'SecretRotated')) }, forbidden: 'ForbiddenWriteResource', notFound: 'no such destination', conflict: 'IdempotencyConflict',
+        preconditionFailed: STALE,
+      }),
+    },
+    [`${P}/destinations/{destination_id}/changes`]: {
+      parameters: [tenant, destinationId],
+      get: tenantOperation({
+        operationId: 'listDestinationChanges', summary: 'History of a destination', tag: 'Destinations', scope: 'read:destinations', rateLimitRoute: `GET ${T}/destinations/:id/changes`,
+        description: 'Every change of the destination made through the API, newest first: created, updated, paused, resumed, secret_rotated, deleted, with the API key that made it and each member\'s value before and after (credentials masked, signing secrets never). A deleted destination keeps its history. Paged like the other lists.',
+        parameters: listParams, success: { '200': ok('One page of changes.', 'DestinationChangeList') }, forbidden: 'ForbiddenReadResource', notFound: 'no such destination (and no history of one)',
+      }),
+    },
+  };
+}
+
 function tenantPaths(): Json {
   const P = '/v1/tenants/{tenant_id}';
   const tenant = ref('parameters', 'TenantId');
@@ -1139,9 +1304,9 @@ function tenantPaths(): Json {
       }),
       post: tenantOperation({
         operationId: 'createDestination', summary: 'Create a destination', tag: 'Destinations', scope: 'write:destinations', rateLimitRoute: `POST ${T}/destinations`,
-        description: 'Creates a destination with a new Standard Webhooks signing secret, shown in this answer only.',
+        description: 'Creates a destination with a new Standard Webhooks signing secret, shown in this answer only. `ETag` is its version (see `If-Match` on the changes).',
         requestBody: jsonBody('DestinationCreate', 'The destination.'),
-        success: { '201': created('The destination, with its signing secret.', 'DestinationCreated') }, forbidden: 'ForbiddenCreate',
+        success: { '201': withEtag(created('The destination, with its signing secret.', 'DestinationCreated')) }, forbidden: 'ForbiddenCreate',
         unprocessable: 'the `url` points at an address `DESTINATION_ALLOWED_NETWORKS` does not allow (private, loopback, link-local, cloud metadata, reserved; a name by what it resolves to), at a name that does not resolve, or at this service itself (its listener or `PUBLIC_BASE_URL`, in any spelling).',
         conflict: { description: 'a destination with this name (case-insensitive) exists in the tenant' },
       }),
@@ -1150,14 +1315,16 @@ function tenantPaths(): Json {
       parameters: [tenant, idParam('DestinationId')],
       get: tenantOperation({
         operationId: 'getDestination', summary: 'Get a destination', tag: 'Destinations', scope: 'read:destinations', rateLimitRoute: `GET ${T}/destinations/:id`,
-        description: 'One destination, without its signing secret.', success: { '200': ok('The destination.', 'Destination') }, forbidden: 'ForbiddenReadResource', notFound: 'no such destination',
+        description: 'One destination, without its signing secret. `ETag` is its version, for `If-Match` on a change.', success: { '200': withEtag(ok('The destination.', 'Destination')) }, forbidden: 'ForbiddenReadResource', notFound: 'no such destination',
       }),
+      ...destinationChangeOperations(),
       delete: tenantOperation({
         operationId: 'deleteDestination', summary: 'Delete a destination', tag: 'Destinations', scope: 'write:destinations', rateLimitRoute: `DELETE ${T}/destinations/:id`,
         description: 'Deletes the destination, frees its name and takes it out of every delivery flow; its pending deliveries fail.',
         success: { '204': noContent('Deleted.') }, forbidden: 'ForbiddenWriteResource', notFound: 'no such destination', conflict: 'IdempotencyConflict',
       }),
     },
+    ...destinationChangePaths(P, tenant, idParam('DestinationId'), listParams),
     [`${P}/ingesters`]: {
       parameters: [tenant],
       description: 'Other methods on this path answer 405 method-not-allowed (the other collections answer 404).',

@@ -4,7 +4,7 @@ import { validationError, type FieldError } from '../core/errors';
 import { openApiDocument, requestBodyComponents } from './openapi';
 
 /** The operations whose JSON body a route reads; the document names the component of each. */
-export const BODY_OPERATIONS = ['createDestination', 'createIngester', 'updateIngester', 'createDeliveryFlow', 'updateDeliveryFlow', 'createSavedPayload', 'createApiKey'] as const;
+export const BODY_OPERATIONS = ['createDestination', 'createIngester', 'updateIngester', 'createDeliveryFlow', 'updateDeliveryFlow', 'createSavedPayload', 'createApiKey', 'patchDestination', 'replaceDestination', 'rotateDestinationSecret'] as const;
 export type BodyOperation = (typeof BODY_OPERATIONS)[number];
 
 let validators: Map<BodyOperation, ValidateFunction> | undefined;
@@ -65,6 +65,8 @@ function problemAt(e: ErrorObject): FieldError {
       return { field, message: `must be at least ${limit}` };
     case 'maximum':
       return { field, message: `must be at most ${limit}` };
+    case 'uniqueItems':
+      return { field, message: 'must not hold the same value twice' };
     case 'enum':
       return { field, message: `must be one of ${(p.allowedValues as unknown[]).join(', ')}` };
     case 'pattern':

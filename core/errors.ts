@@ -15,6 +15,7 @@ export type ErrorSlug =
   | 'not-acceptable'
   | 'conflict'
   | 'idempotency-conflict'
+  | 'precondition-failed'
   | 'payload-too-large'
   | 'unsupported-media-type'
   | 'unprocessable-entity'
@@ -34,6 +35,7 @@ export const STATUS_OF: Record<ErrorSlug, number> = {
   'not-acceptable': 406,
   conflict: 409,
   'idempotency-conflict': 409,
+  'precondition-failed': 412,
   'payload-too-large': 413,
   'unsupported-media-type': 415,
   'unprocessable-entity': 422,
@@ -54,6 +56,7 @@ export const TITLE_OF: Record<ErrorSlug, string> = {
   'not-acceptable': 'Not acceptable',
   conflict: 'Conflict',
   'idempotency-conflict': 'Idempotency conflict',
+  'precondition-failed': 'Precondition failed',
   'payload-too-large': 'Payload too large',
   'unsupported-media-type': 'Unsupported media type',
   'unprocessable-entity': 'Unprocessable entity',

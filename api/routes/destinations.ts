@@ -1,5 +1,5 @@
 import express, { type Router } from 'express';
-import { AppError, notFound, unprocessable } from '../../core/errors';
+import { AppError, notFound, unprocessable, type FieldError } from '../../core/errors';
 import { newId } from '../../core/ids';
 import { checkQuota, DEFAULT_QUOTAS, type Quotas } from '../../core/quotas';
 import type { Destination, DestinationAuth } from '../../core/model';
@@ -8,12 +8,11 @@ import type { ConfigStore } from '../../platform/config-store/config-store';
 import type { NameClaims } from '../ports';
 import { authOf, requireResource, requireScope } from '../auth';
 import { validateBody } from '../validation';
-import { acceptDestinationAuth, maskAuth } from '../../core/destination-auth';
 import { configListHandler } from '../paging';
+import { checkUrl, destinationView, holdsName, readAuth, readFilter, setEtag } from './destination-members';
+import type { ChangeRecorder } from './destination-changes';
 
-export function destinationView(d: Destination) {
-  return { id: d.id, name: d.name, url: d.url, status: d.status, created_at: d.created_at, updated_at: d.updated_at, disabled_reason: d.disabled_reason, retry_schedule_ms: d.retry_schedule_ms ?? null, auth: maskAuth(d.auth) };
-}
+export { destinationView } from './destination-members';
 
 /** A body the DestinationCreate schema accepted; what a GET shows beside it is accepted and left as the service sets it. */
 interface DestinationBody {
@@ -21,19 +20,13 @@ interface DestinationBody {
   url: string;
   retry_schedule_ms?: number[] | null;
   auth?: DestinationAuth | null;
+  enabled?: boolean;
+  rate_limit_per_s?: number | null;
+  event_types?: string[] | null;
+  filter?: unknown[] | null;
 }
 
-/** What the schema cannot say of a URL: that it parses as the delivery will parse it, without credentials. */
-function urlProblem(url: string): string | undefined {
-  try {
-    const u = new URL(url);
-    return u.username || u.password ? 'must not carry credentials' : undefined;
-  } catch {
-    return 'must be an absolute URL';
-  }
-}
-
-export function destinationsRouter(store: ConfigStore, claims: NameClaims, options: { httpsOnly?: boolean; refusalOf: (url: string) => Promise<string | null>; quotas?: Quotas }): Router {
+export function destinationsRouter(store: ConfigStore, claims: NameClaims, options: { httpsOnly?: boolean; refusalOf: (url: string) => Promise<string | null>; quotas?: Quotas; changes?: ChangeRecorder }): Router {
   const router = express.Router({ mergeParams: true });
 
   router.get('/', requireScope('read:destinations'), configListHandler(store, 'destination', 'destinations', destinationView));
@@ -42,23 +35,18 @@ export function destinationsRouter(store: ConfigStore, claims: NameClaims, optio
     const key = authOf(res);
     const check = validateBody<DestinationBody>('createDestination', req.body);
     const { name, url, retry_schedule_ms: schedule } = check.body;
-    if (check.usable('url')) {
-      const problem = urlProblem(url);
-      if (problem) check.fail('url', problem);
-      else if (options.httpsOnly && /^http:/i.test(url.trim())) check.fail('url', 'must be an https: URL on this deployment');
-    }
-    let auth: DestinationAuth | null = null;
-    if (check.body.auth && check.usable('auth')) {
-      const accepted = acceptDestinationAuth(check.body.auth);
-      for (const e of accepted.errors) check.fail(e.field, e.message);
-      auth = accepted.auth;
-    }
+    checkUrl(check, url, options.httpsOnly);
+    const auth = check.body.auth ? readAuth(check, check.body.auth, null) : null;
+    let refused: FieldError[] = [];
+    let filter: unknown[] | null = null;
+    if (check.body.filter) ({ filter, refused } = readFilter(check, check.body.filter));
     check.done();
+    if (refused.length > 0) throw unprocessable(refused);
     checkQuota(store, key.tenant_id, 'destinations', options.quotas ?? DEFAULT_QUOTAS);
     const refusal = await options.refusalOf(url);
     if (refusal !== null) throw unprocessable([{ field: 'url', message: refusal }]);
     const id = newId('destination');
-    const claimed = await claims.claim(key.tenant_id, 'destination-name', name.trim(), id, (owner) => store.get('destination', key.tenant_id, owner) !== undefined);
+    const claimed = await claims.claim(key.tenant_id, 'destination-name', name.trim(), id, holdsName(store, key.tenant_id, name.trim()));
     if (!claimed) throw new AppError('conflict', `a destination named "${name.trim()}" already exists`);
     const now = new Date().toISOString();
     const destination: Destination = {
@@ -67,15 +55,22 @@ export function destinationsRouter(store: ConfigStore, claims: NameClaims, optio
       tenant_id: key.tenant_id,
       name: name.trim(),
       url,
-      status: 'active',
+      status: check.body.enabled === false ? 'paused' : 'active',
       signing_secret: newSigningSecret(),
       auth,
       disabled_reason: null,
       retry_schedule_ms: schedule ?? null,
+      rate_limit_per_s: check.body.rate_limit_per_s ?? null,
+      event_types: check.body.event_types ?? null,
+      filter,
+      previous_signing_secret: null,
+      previous_secret_expires_at: null,
       created_at: now,
       updated_at: now,
     };
     await store.put(destination);
+    await options.changes?.(key, undefined, destination);
+    setEtag(res, store, destination);
     // the signing secret is shown here once; later reads never include it
     res.status(201).location(`${req.baseUrl}/${id}`).json({ ...destinationView(destination), signing_secret: destination.signing_secret });
   });
@@ -85,6 +80,7 @@ export function destinationsRouter(store: ConfigStore, claims: NameClaims, optio
     const d = store.get('destination', key.tenant_id, String(req.params.destinationId));
     if (!d) throw notFound(`destination ${String(req.params.destinationId)}`);
     requireResource(res, d.id);
+    setEtag(res, store, d);
     res.json(destinationView(d));
   });
 
@@ -100,6 +96,7 @@ export function destinationsRouter(store: ConfigStore, claims: NameClaims, optio
     }
     await store.remove('destination', key.tenant_id, d.id);
     await claims.release(key.tenant_id, 'destination-name', d.name, d.id);
+    await options.changes?.(key, d, undefined);
     res.status(204).end();
   });
 

@@ -4,14 +4,15 @@ import { SECRET_FIELDS } from './fields';
 import type { Keyring } from './keyring';
 
 /**
- * The secret members of a configuration entity: a destination's signing secret and credentials,
+ * The secret members of a configuration entity: a destination's signing secrets (current and
+ * the one a rotation replaced) and credentials,
  * an ingester's provider secrets. Each is sealed on its own, bound to its entity and member, as
  * the JSON of its value (a string, a list of strings, an object).
  */
 type Members = Record<string, unknown>;
 
 function secretSlots(entity: Entity): { holder: 'entity' | 'config'; names: string[] } | undefined {
-  if (entity.kind === 'destination') return { holder: 'entity', names: ['signing_secret', 'auth'] };
+  if (entity.kind === 'destination') return { holder: 'entity', names: ['signing_secret', 'previous_signing_secret', 'auth'] };
   if (entity.kind === 'ingester') return { holder: 'config', names: Object.keys(entity.config).filter((k) => SECRET_FIELDS.test(k)) };
   return undefined;
 }

@@ -36,6 +36,15 @@ function isResponse(v: unknown): v is SendResult {
   return typeof v === 'object' && v !== null && typeof (v as { status?: unknown }).status === 'number' && typeof (v as { headers?: unknown }).headers === 'object';
 }
 
+/** One signature per secret that signs now: after a rotation, the old one too until it expires. */
+function signatureHeader(destination: Destination, task: DeliveryTask, timestamp: number, nowMs: number): string {
+  const signature = signStandardWebhook(destination.signing_secret, task.delivery_id, timestamp, task.body);
+  const previous = destination.previous_signing_secret;
+  const until = destination.previous_secret_expires_at ? Date.parse(destination.previous_secret_expires_at) : NaN;
+  if (!previous || !(nowMs < until)) return signature;
+  return `${signature} ${signStandardWebhook(previous, task.delivery_id, timestamp, task.body)}`;
+}
+
 /** The Standard Webhooks headers, the original content type, the correlation id and the destination's credentials. */
 export function outboundHeaders(task: DeliveryTask, destination: Destination, nowMs: number): Record<string, string> {
   const timestamp = Math.floor(nowMs / 1000);
@@ -43,7 +52,7 @@ export function outboundHeaders(task: DeliveryTask, destination: Destination, no
     'content-type': task.content_type ?? 'application/octet-stream',
     'webhook-id': task.delivery_id,
     'webhook-timestamp': String(timestamp),
-    'webhook-signature': signStandardWebhook(destination.signing_secret, task.delivery_id, timestamp, task.body),
+    'webhook-signature': signatureHeader(destination, task, timestamp, nowMs),
     'x-correlation-id': task.correlation_id,
     // the receiver may be another Hook URL of this service: its count stops a loop
     [HOPS_HEADER]: String((task.hops ?? 0) + 1),
