@@ -31,7 +31,7 @@ export type IdempotencyRecord =
 const WRITE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const KEY_SYNTAX = /^[\x20-\x7e]{1,255}$/;
 /** Headers that describe the answer itself; per-request ones (x-request-id, date) are the replay's own. */
-const REPLAYED_HEADERS = ['content-type', 'location'];
+const REPLAYED_HEADERS = ['content-type', 'location', 'etag'];
 /** 4xx answers that tell the client to try again later: replaying them would defeat that retry. */
 const RETRY_LATER = new Set([408, 425, 429]);
 

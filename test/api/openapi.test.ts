@@ -11,6 +11,7 @@ import { defaultRouteOf } from '../../api/rate-limit';
 import { deliveriesRouter } from '../../api/routes/deliveries';
 import { DEFAULT_QUOTAS } from '../../core/quotas';
 import { destinationsRouter } from '../../api/routes/destinations';
+import { destinationChangeDepsOf, destinationChangesRouter } from '../../api/routes/destination-changes';
 import { eventsRouter } from '../../api/routes/events';
 import { flowsRouter } from '../../api/routes/flows';
 import { ingestersRouter } from '../../api/routes/ingesters';
@@ -494,7 +495,7 @@ describe('OpenAPI document', () => {
         if (isObject(op.requestBody)) expect(isObject(op.requestBody.content)).toBe(true);
       }
     }
-    expect(operationIds.size).toBe(40);
+    expect(operationIds.size).toBe(44);
   });
 
   it('documents every route the express app registers, with the scope each route checks', async () => {
@@ -508,6 +509,7 @@ describe('OpenAPI document', () => {
     // the tenant routers, at the mount paths of api/app.ts (proved below: each answers its scope's 403)
     const mounts: [string, unknown][] = [
       ['/destinations', destinationsRouter(store, claims, { refusalOf: async () => null })],
+      ['/destinations', destinationChangesRouter(destinationChangeDepsOf({ ...svc.service.apiServices!, claims }))],
       ['/ingesters', ingestersRouter(store, svc.url, 50)],
       ['/deliveries', deliveriesRouter(svc.clickhouse, db)],
       ['/events', eventsRouter(svc.clickhouse, db, store, replay)],
@@ -607,6 +609,53 @@ describe('OpenAPI document', () => {
     expectProblem(await call('deleteDestination', { destination_id: String(bodyOf(temp).id) }, { key: limitedKey }), 403, 'permission-denied');
     expect((await call('deleteDestination', { destination_id: String(bodyOf(temp).id) })).status).toBe(204);
     expectProblem(await call('deleteDestination', { destination_id: String(bodyOf(temp).id) }), 404, 'not-found');
+  });
+
+  it('destination changes', async () => {
+    const c = await call('createDestination', {}, { json: { name: 'oas-changes', url: okReceiver.url, rate_limit_per_s: 5, event_types: ['a.*'], filter: null, enabled: true } });
+    expect(c.status).toBe(201);
+    const id = String(bodyOf(c).id);
+    const etag = String(c.headers.etag);
+    expect(bodyOf(await call('getDestination', { destination_id: id })).rate_limit_per_s).toBe(5);
+
+    const merge = { 'content-type': 'application/merge-patch+json' };
+    const patched = await call('patchDestination', { destination_id: id }, { json: { enabled: false, name: 'oas-changes-2' }, headers: { ...merge, 'if-match': etag } });
+    expect(patched.status).toBe(200);
+    expect(bodyOf(patched)).toMatchObject({ status: 'paused', enabled: false, name: 'oas-changes-2' });
+    expectProblem(await call('patchDestination', { destination_id: id }, { json: { enabled: true }, headers: { ...merge, 'if-match': etag } }), 412, 'precondition-failed');
+    expect(fields(await call('patchDestination', { destination_id: id }, { json: { rate_limit_per_s: 'x' } }))).toEqual(['rate_limit_per_s']);
+    expect(fields(await call('patchDestination', { destination_id: id }, { json: { colour: 'red' } }))).toEqual(['colour']);
+    expectProblem(await call('patchDestination', { destination_id: id }, { json: { name: 'oas-a' } }), 409, 'conflict');
+    expectProblem(await call('patchDestination', { destination_id: MISSING.destination_id! }, { json: {} }), 404, 'not-found');
+    expectProblem(await call('patchDestination', { destination_id: id }, { json: {}, key: limitedKey }), 403, 'permission-denied');
+
+    const replaced = await call('replaceDestination', { destination_id: id }, { json: { name: 'oas-changes-3', url: okReceiver.url }, headers: { 'if-match': String(patched.headers.etag) } });
+    expect(replaced.status).toBe(200);
+    expect(bodyOf(replaced)).toMatchObject({ status: 'active', rate_limit_per_s: null, event_types: null });
+    expectProblem(await call('replaceDestination', { destination_id: id }, { json: { name: 'x', url: okReceiver.url }, headers: { 'if-match': etag } }), 412, 'precondition-failed');
+    expect(fields(await call('replaceDestination', { destination_id: id }, { json: { name: 'x' } }))).toEqual(['url']);
+    expectProblem(await call('replaceDestination', { destination_id: id }, { json: { name: 'x', url: okReceiver.url, status: 'disabled' } }), 422, 'unprocessable-entity');
+    expectProblem(await call('replaceDestination', { destination_id: id }, { json: { name: 'OAS-B', url: okReceiver.url } }), 409, 'conflict');
+    expectProblem(await call('replaceDestination', { destination_id: MISSING.destination_id! }, { json: { name: 'x', url: okReceiver.url } }), 404, 'not-found');
+    expectProblem(await call('replaceDestination', { destination_id: id }, { json: { name: 'x', url: okReceiver.url }, key: limitedKey }), 403, 'permission-denied');
+
+    const rotated = await call('rotateDestinationSecret', { destination_id: id }, { json: { overlap_seconds: 60 } });
+    expect(rotated.status).toBe(200);
+    expect(typeof bodyOf(rotated).previous_secret_expires_at).toBe('string');
+    expect((await call('rotateDestinationSecret', { destination_id: id }, { headers: { 'if-match': '*' } })).status).toBe(200);
+    expectProblem(await call('rotateDestinationSecret', { destination_id: id }, { json: {}, headers: { 'if-match': etag } }), 412, 'precondition-failed');
+    expect(fields(await call('rotateDestinationSecret', { destination_id: id }, { json: { overlap_seconds: -1 } }))).toEqual(['overlap_seconds']);
+    expectProblem(await call('rotateDestinationSecret', { destination_id: MISSING.destination_id! }), 404, 'not-found');
+    expectProblem(await call('rotateDestinationSecret', { destination_id: id }, { key: limitedKey }), 403, 'permission-denied');
+
+    const history = await call('listDestinationChanges', { destination_id: id }, { query: 'limit=2' });
+    expect(history.status).toBe(200);
+    expect((bodyOf(history).changes as Json[]).map((x) => x.action)).toEqual(['secret_rotated', 'secret_rotated']);
+    const rest = await call('listDestinationChanges', { destination_id: id }, { query: `cursor=${String(bodyOf(history).next_cursor)}` });
+    expect((bodyOf(rest).changes as Json[]).map((x) => x.action)).toEqual(['resumed', 'paused', 'created']);
+    expect(fields(await call('listDestinationChanges', { destination_id: id }, { query: 'limit=0' }))).toEqual(['limit']);
+    expectProblem(await call('listDestinationChanges', { destination_id: MISSING.destination_id! }), 404, 'not-found');
+    expectProblem(await call('listDestinationChanges', { destination_id: id }, { key: limitedKey }), 403, 'permission-denied');
   });
 
   it('ingesters', async () => {
@@ -986,18 +1035,19 @@ describe('OpenAPI document', () => {
   });
 
   it('refuses answers that drift from the document', () => {
-    const headers = { 'content-type': 'application/json; charset=utf-8', 'x-request-id': `req_${ULID}` };
-    const destination = { id: `dst_${ULID}`, name: 'n', url: 'http://127.0.0.1:9/x', status: 'active', created_at: '2026-01-02T03:04:05.678Z', updated_at: '2026-01-02T03:04:05.678Z', disabled_reason: null, retry_schedule_ms: null, auth: null };
+    const destination = { id: `dst_${ULID}`, name: 'n', url: 'http://127.0.0.1:9/x', status: 'active', enabled: true, created_at: '2026-01-02T03:04:05.678Z', updated_at: '2026-01-02T03:04:05.678Z', disabled_reason: null, retry_schedule_ms: null, auth: null, rate_limit_per_s: null, event_types: null, filter: null, previous_secret_expires_at: null };
+    const headers = { 'content-type': 'application/json; charset=utf-8', 'x-request-id': `req_${ULID}`, etag: '"7"' };
     const answer = (status: number, body: unknown, h: Record<string, string> = headers): Answer => ({ status, headers: h, text: JSON.stringify(body), body });
     const seenBefore = new Map([...conf.seen].map(([k, v]) => [k, new Set(v)]));
     expect(() => conf.check('getDestination', answer(200, destination))).not.toThrow();
     expect(() => conf.check('getDestination', answer(418, destination))).toThrow(/does not list/);
     expect(() => conf.check('getDestination', answer(200, { ...destination, signing_secret: 'whsec_AAAA' }))).toThrow(/additional properties/);
-    expect(() => conf.check('getDestination', answer(200, { ...destination, status: 'paused' }))).toThrow(/allowed values/);
+    expect(() => conf.check('getDestination', answer(200, { ...destination, status: 'sleeping' }))).toThrow(/allowed values/);
+    expect(() => conf.check('getDestination', answer(200, destination, { ...headers, etag: 'W/"7"' }))).toThrow(/ETag/);
     // credentials are only ever shown masked
     expect(() => conf.check('getDestination', answer(200, { ...destination, auth: { type: 'bearer', token: '****abcd' } }))).not.toThrow();
     expect(() => conf.check('getDestination', answer(200, { ...destination, auth: { type: 'bearer', token: 'tok-in-clear-1234' } }))).toThrow();
-    expect(() => conf.check('getDestination', answer(200, destination, { 'content-type': 'application/json' }))).toThrow(/X-Request-Id/);
+    expect(() => conf.check('getDestination', answer(200, destination, { 'content-type': 'application/json', etag: '"7"' }))).toThrow(/X-Request-Id/);
     expect(() => conf.check('getDestination', answer(200, destination, { ...headers, 'content-type': 'text/html' }))).toThrow(/text\/html/);
     const tooMany = { type: `${errorBase}/errors/rate-limit-exceeded`, title: 'Rate limit exceeded', status: 429, detail: 'd', instance: `req_${ULID}`, retry_after_seconds: 3 };
     const problemHeaders = { ...headers, 'content-type': 'application/problem+json' };
