@@ -62,10 +62,10 @@ export class ToolProblem extends Error {
 }
 
 /** A call of a REST route as the caller, with the caller's key (its scopes, limits and rate limits apply). */
-async function rest(deps: ToolDeps, ctx: ToolContext, method: string, path: string, options: { query?: Json; body?: Json; idempotent?: boolean } = {}): Promise<Json> {
+async function rest(deps: ToolDeps, ctx: ToolContext, method: string, path: string, options: { query?: Json; body?: Json; idempotent?: boolean; headers?: Record<string, string> } = {}): Promise<Json> {
   const qs = new URLSearchParams();
   for (const [k, v] of Object.entries(options.query ?? {})) if (v !== undefined && v !== null) qs.set(k, String(v));
-  const headers: Record<string, string> = { authorization: ctx.authorization };
+  const headers: Record<string, string> = { ...(options.headers ?? {}), authorization: ctx.authorization };
   if (options.body !== undefined) headers['content-type'] = 'application/json';
   if (typeof ctx.args.idempotency_key === 'string') headers['idempotency-key'] = ctx.args.idempotency_key;
   const url = `${path}${qs.size > 0 ? `?${qs}` : ''}`;
@@ -93,6 +93,58 @@ function receiptOf(signedNote: string) {
 function proofIds(ids: readonly { id: string }[]): Json {
   return { type: 'array', items: { type: 'string', enum: ids.map((p) => p.id) }, uniqueItems: true, description: 'Only these proofs (default: all).' };
 }
+
+const ifMatch: Json = { type: 'string', minLength: 1, description: 'Sent as the If-Match header: the ETag the change is based on (`"<n>"`, or `*`); another current version refuses the change (412).' };
+const destinationId = id('The destination (dst_...).');
+/** PATCH of one destination as the caller, with If-Match when given. */
+const patchDestination = (d: ToolDeps, c: ToolContext, body: Json) =>
+  rest(d, c, 'PATCH', tenantPath(c, `/destinations/${enc(String(c.args.destination_id))}`), { body, headers: typeof c.args.if_match === 'string' ? { 'if-match': c.args.if_match } : {} });
+
+/** Reading destinations and the changes operators make to them, through the REST routes. */
+const DESTINATION_CHANGE_TOOLS: ToolSpec[] = [
+  {
+    name: 'list_destinations', title: 'Destinations of the tenant', group: 'read', scope: 'read:destinations',
+    description: 'The tenant\'s destinations, oldest first, with status, subscription and masked credentials; never a signing secret (as GET /v1/tenants/{tenant_id}/destinations).',
+    input: { properties: { limit, cursor } }, output: 'DestinationList', annotations: { readOnlyHint: true },
+    run: (d, c) => rest(d, c, 'GET', tenantPath(c, '/destinations'), { query: { limit: c.args.limit, cursor: c.args.cursor } }),
+  },
+  {
+    name: 'get_destination', title: 'A destination', group: 'read', scope: 'read:destinations',
+    description: 'One destination as GET /v1/tenants/{tenant_id}/destinations/{destination_id} shows it.',
+    input: { properties: { destination_id: destinationId }, required: ['destination_id'] }, output: 'Destination', annotations: { readOnlyHint: true },
+    run: (d, c) => rest(d, c, 'GET', tenantPath(c, `/destinations/${enc(String(c.args.destination_id))}`)),
+  },
+  {
+    name: 'update_destination', title: 'Change a destination', group: 'write:destinations', scope: 'write:destinations',
+    description: 'A JSON merge patch of the destination: the members given replace the stored ones, null resets one to its default, the rest stay (name, url, retry_schedule_ms, auth, enabled, rate_limit_per_s, event_types, filter).',
+    input: { body: 'DestinationPatch', properties: { destination_id: destinationId, if_match: ifMatch, idempotency_key: idempotencyKey }, required: ['destination_id'] }, output: 'Destination', annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true },
+    run: (d, c) => patchDestination(d, c, bodyOf(c.args, 'destination_id', 'if_match')),
+  },
+  {
+    name: 'pause_destination', title: 'Pause a destination', group: 'write:destinations', scope: 'write:destinations',
+    description: 'Switches the destination off (status paused, enabled false) until it is resumed.',
+    input: { properties: { destination_id: destinationId, if_match: ifMatch, idempotency_key: idempotencyKey }, required: ['destination_id'] }, output: 'Destination', annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true },
+    run: (d, c) => patchDestination(d, c, { enabled: false }),
+  },
+  {
+    name: 'resume_destination', title: 'Resume a destination', group: 'write:destinations', scope: 'write:destinations',
+    description: 'Switches the destination on again (status active), also one the service disabled after 410 Gone.',
+    input: { properties: { destination_id: destinationId, if_match: ifMatch, idempotency_key: idempotencyKey }, required: ['destination_id'] }, output: 'Destination', annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true },
+    run: (d, c) => patchDestination(d, c, { enabled: true }),
+  },
+  {
+    name: 'rotate_destination_secret', title: 'Rotate a destination\'s signing secret', group: 'write:destinations', scope: 'write:destinations',
+    description: 'A new signing secret, shown in this answer only; the old one keeps signing beside it for overlap_seconds (default one day).',
+    input: { body: 'SecretRotation', properties: { destination_id: destinationId, if_match: ifMatch, idempotency_key: idempotencyKey }, required: ['destination_id'] }, output: 'SecretRotated', annotations: { readOnlyHint: false, destructiveHint: true },
+    run: (d, c) => rest(d, c, 'POST', tenantPath(c, `/destinations/${enc(String(c.args.destination_id))}/rotate-secret`), { body: bodyOf(c.args, 'destination_id', 'if_match'), headers: typeof c.args.if_match === 'string' ? { 'if-match': c.args.if_match } : {} }),
+  },
+  {
+    name: 'list_destination_changes', title: 'History of a destination', group: 'read', scope: 'read:destinations',
+    description: 'Every change of the destination, newest first: who (API key), when, the action and each member before and after; credentials masked, signing secrets never.',
+    input: { properties: { destination_id: destinationId, limit, cursor }, required: ['destination_id'] }, output: 'DestinationChangeList', annotations: { readOnlyHint: true },
+    run: (d, c) => rest(d, c, 'GET', tenantPath(c, `/destinations/${enc(String(c.args.destination_id))}/changes`), { query: { limit: c.args.limit, cursor: c.args.cursor } }),
+  },
+];
 
 export const TOOLS: ToolSpec[] = [
   {
@@ -198,6 +250,7 @@ export const TOOLS: ToolSpec[] = [
     input: { properties: { destination_id: id('The destination (dst_...).'), idempotency_key: idempotencyKey }, required: ['destination_id'] }, output: 'Deleted', annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true },
     run: deleteRun('/destinations', 'destination_id'),
   },
+  ...DESTINATION_CHANGE_TOOLS,
   {
     name: 'create_ingester', title: 'Create an ingester (endpoint)', group: 'write:ingesters', scope: 'write:ingesters',
     description: 'Creates an ingester with its provider verification, filters and optionally a delivery flow to destinations; the answer has its Hook URL.',

@@ -337,6 +337,27 @@ describe('MCP endpoint', () => {
     expect(rest.body.planes.map((p: Json) => p.name)).toEqual(planes.planes.map((p: Json) => p.name));
   }, 60_000);
 
+  it('destination tools read, change, pause, resume and rotate a destination, and list its history', async () => {
+    const created = await ok('create_destination', { name: 'mcp changes', url: receiver.url });
+    const id = String(created.id);
+    expect((await ok('list_destinations', { limit: 200 })).destinations.map((d: Json) => d.id)).toContain(id);
+    expect(await ok('get_destination', { destination_id: id })).toMatchObject({ id, status: 'active', enabled: true });
+    const etag = (await svc.api('GET', `${base()}/destinations/${id}`)).headers.get('etag')!;
+    const updated = await ok('update_destination', { destination_id: id, if_match: etag, name: 'mcp changed', rate_limit_per_s: 7, event_types: ['order.*'] });
+    expect(updated).toMatchObject({ name: 'mcp changed', rate_limit_per_s: 7, event_types: ['order.*'] });
+    // the same version again is stale now
+    expect(problemOf(await call('update_destination', { destination_id: id, if_match: etag, rate_limit_per_s: 8 }))).toMatchObject({ status: 412 });
+    expect(problemOf(await call('update_destination', { destination_id: id, rate_limit_per_s: 0 }))).toMatchObject({ status: 400 });
+    expect(await ok('update_destination', { destination_id: id, rate_limit_per_s: null })).toMatchObject({ rate_limit_per_s: null });
+    expect(await ok('pause_destination', { destination_id: id })).toMatchObject({ status: 'paused', enabled: false });
+    expect(await ok('resume_destination', { destination_id: id })).toMatchObject({ status: 'active', enabled: true });
+    const rotated = await ok('rotate_destination_secret', { destination_id: id, overlap_seconds: 0 });
+    expect(rotated).toMatchObject({ id, signing_secret: expect.stringMatching(/^whsec_/), previous_secret_expires_at: null });
+    const history = await ok('list_destination_changes', { destination_id: id, limit: 10 });
+    expect(history.changes.map((c: Json) => c.action)).toEqual(['secret_rotated', 'resumed', 'paused', 'updated', 'updated', 'created']);
+    expect(JSON.stringify(history)).not.toContain(String(rotated.signing_secret));
+  });
+
   it('called every tool successfully, each result valid under its output schema', () => {
     expect([...succeeded].sort()).toEqual(TOOLS.map((t) => t.name).sort());
   });
