@@ -7,6 +7,7 @@ import { dlqReplay } from './dlq';
 import { DEFAULT_STATE_FILE, verifyDeliveryEvidence, type VerifyOptions } from './evidence';
 import { readRunFile } from '../infra/local';
 import { checkHealth } from './health';
+import { destinationsCommand, DESTINATIONS_USAGE } from './destinations';
 
 /** The options of `evidence verify`, from its arguments and the environment. */
 function evidenceOptions(rest: string[], values: Record<string, string | string[] | boolean | undefined>): VerifyOptions {
@@ -44,9 +45,11 @@ const USAGE = `usage:
   npm run cli -- evidence verify <delivery id> --tenant <id> [--attempt <n>] [--api-url <url>] [--state <file>] [--verifier-key <key>]
                  (the API key comes from HOOKLINE_API_KEY)
   npm run cli -- health [--url <process base URL> ...]
-                 (each process's /readyz; exit 1 unless every one is ready; default: the API beside \`npm start\`)`;
+                 (each process's /readyz; exit 1 unless every one is ready; default: the API beside \`npm start\`)
+${DESTINATIONS_USAGE}`;
 
 async function main(argv: string[]): Promise<void> {
+  if (argv[0] === 'destinations' && !argv.includes('--help') && !argv.includes('-h')) return void process.stdout.write(`${JSON.stringify(await destinationsCommand(argv.slice(1)))}\n`);
   const { positionals, values } = parseArgs({
     args: argv,
     allowPositionals: true,

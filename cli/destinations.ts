@@ -1,0 +1,99 @@
+import { parseArgs } from 'node:util';
+import { apiTarget, callApi } from './api-client';
+import { CliError } from './connect';
+
+export const DESTINATIONS_USAGE = `  npm run cli -- destinations update <id> [--name <text>] [--url <url>] [--rate-limit <n|none>] [--event-types <a,b|all>]
+                 [--enabled true|false] [--patch '<JSON merge patch>'] [--if-match <etag>]
+  npm run cli -- destinations pause <id> [--if-match <etag>]
+  npm run cli -- destinations resume <id> [--if-match <etag>]
+  npm run cli -- destinations rotate-secret <id> [--overlap <seconds>] [--if-match <etag>]
+  npm run cli -- destinations changes <id> [--limit <n>] [--cursor <cursor>]
+                 (destinations commands take --tenant <id> or HOOKLINE_TENANT, --api-url or HOOKLINE_API_URL, the key from HOOKLINE_API_KEY)`;
+
+type Values = Record<string, string | boolean | undefined>;
+
+/** The merge patch of `destinations update`: `--patch` first, then each flag over it. */
+export function patchOf(values: Values): Record<string, unknown> {
+  let patch: Record<string, unknown> = {};
+  if (typeof values.patch === 'string') {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(values.patch);
+    } catch {
+      throw new CliError('--patch must be a JSON object (a merge patch)');
+    }
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new CliError('--patch must be a JSON object (a merge patch)');
+    patch = parsed as Record<string, unknown>;
+  }
+  if (typeof values.name === 'string') patch.name = values.name;
+  if (typeof values.url === 'string') patch.url = values.url;
+  if (typeof values['rate-limit'] === 'string') {
+    const v = values['rate-limit'];
+    if (v === 'none') patch.rate_limit_per_s = null;
+    else if (/^\d{1,9}$/.test(v)) patch.rate_limit_per_s = Number(v);
+    else throw new CliError('--rate-limit must be a whole number of deliveries per second, or none');
+  }
+  if (typeof values['event-types'] === 'string') {
+    const v = values['event-types'];
+    patch.event_types = v === 'all' ? null : v.split(',').map((t) => t.trim()).filter(Boolean);
+  }
+  if (typeof values.enabled === 'string') {
+    if (values.enabled !== 'true' && values.enabled !== 'false') throw new CliError('--enabled must be true or false');
+    patch.enabled = values.enabled === 'true';
+  }
+  if (Object.keys(patch).length === 0) throw new CliError('destinations update needs something to change: --name, --url, --rate-limit, --event-types, --enabled or --patch');
+  return patch;
+}
+
+/** `destinations <command> <id> ...`: one call of the API, its JSON answer on one line. */
+export async function destinationsCommand(argv: string[]): Promise<Record<string, unknown>> {
+  const { positionals, values } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      tenant: { type: 'string' },
+      'api-url': { type: 'string' },
+      name: { type: 'string' },
+      url: { type: 'string' },
+      'rate-limit': { type: 'string' },
+      'event-types': { type: 'string' },
+      enabled: { type: 'string' },
+      patch: { type: 'string' },
+      'if-match': { type: 'string' },
+      overlap: { type: 'string' },
+      limit: { type: 'string' },
+      cursor: { type: 'string' },
+    },
+  });
+  const [command, id, ...extra] = positionals;
+  const known = ['update', 'pause', 'resume', 'rotate-secret', 'changes'];
+  if (!command || !known.includes(command)) throw new CliError(`unknown command "destinations${command ? ` ${command}` : ''}"\nusage:\n${DESTINATIONS_USAGE}`);
+  if (!id || extra.length > 0) throw new CliError(`destinations ${command} takes one destination id`);
+  const target = apiTarget(values, `destinations ${command}`);
+  const path = `/destinations/${encodeURIComponent(id)}`;
+  const headers = typeof values['if-match'] === 'string' ? { 'if-match': values['if-match'] } : undefined;
+  const merge = { contentType: 'application/merge-patch+json', headers };
+  switch (command) {
+    case 'update':
+      return answer(await callApi(target, 'PATCH', path, { body: patchOf(values), ...merge }));
+    case 'pause':
+      return answer(await callApi(target, 'PATCH', path, { body: { enabled: false }, ...merge }));
+    case 'resume':
+      return answer(await callApi(target, 'PATCH', path, { body: { enabled: true }, ...merge }));
+    case 'rotate-secret': {
+      let body: Record<string, unknown> = {};
+      if (values.overlap !== undefined) {
+        if (typeof values.overlap !== 'string' || !/^\d{1,7}$/.test(values.overlap)) throw new CliError('--overlap must be a whole number of seconds (0 to 604800)');
+        body = { overlap_seconds: Number(values.overlap) };
+      }
+      return answer(await callApi(target, 'POST', `${path}/rotate-secret`, { body, headers }));
+    }
+    default:
+      return answer(await callApi(target, 'GET', `${path}/changes`, { query: { limit: typeof values.limit === 'string' ? values.limit : undefined, cursor: typeof values.cursor === 'string' ? values.cursor : undefined } }));
+  }
+}
+
+/** The answer's JSON body, as the API sent it. */
+function answer(a: { body: unknown }): Record<string, unknown> {
+  return (a.body ?? {}) as Record<string, unknown>;
+}

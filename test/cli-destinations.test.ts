@@ -1,0 +1,53 @@
+import { runScript } from './support/process';
+import { startReceiver, type Receiver } from './support/receiver';
+import { startTestService, type TestService } from './support/service';
+
+/** `destinations update|pause|resume|rotate-secret|changes` as a child process against the running API. */
+describe('cli destinations', () => {
+  let svc: TestService;
+  let receiver: Receiver;
+  let id: string;
+  beforeAll(async () => {
+    [svc, receiver] = await Promise.all([startTestService(), startReceiver()]);
+    const created = await svc.api('POST', `/v1/tenants/${svc.tenantId}/destinations`, { name: 'cli dest', url: receiver.url });
+    id = String(created.body.id);
+  });
+  afterAll(async () => {
+    await Promise.all([svc?.stop(), receiver?.close()]);
+  });
+
+  const env = () => ({ ...process.env, TOPIC_PREFIX: svc.config.topicPrefix, DATA_DIR: svc.config.dataDir, HOOKLINE_API_KEY: svc.apiKey, HOOKLINE_API_URL: svc.url, HOOKLINE_TENANT: svc.tenantId });
+  /** Runs a command that must succeed; its stdout is one line of JSON. */
+  const run = async (args: string[]) => {
+    const r = await runScript('cli/main.ts', ['destinations', ...args], env());
+    expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(r.stdout.endsWith('\n')).toBe(true);
+    expect(r.stdout.trim().split('\n')).toHaveLength(1);
+    return JSON.parse(r.stdout) as Record<string, any>;
+  };
+  const fails = async (args: string[], message: RegExp) => {
+    const r = await runScript('cli/main.ts', ['destinations', ...args], env());
+    expect(r.code).toBe(1);
+    expect(r.stdout).toBe('');
+    expect(r.stderr.trim().split('\n')[0]).toMatch(message);
+  };
+
+  it('updates, pauses, resumes and rotates, each answer one JSON line; changes lists them', async () => {
+    const updated = await run(['update', id, '--name', 'cli renamed', '--rate-limit', '12', '--event-types', 'a.*,b', '--enabled', 'true', '--patch', '{"retry_schedule_ms":[0,100]}']);
+    expect(updated).toMatchObject({ id, name: 'cli renamed', rate_limit_per_s: 12, event_types: ['a.*', 'b'], retry_schedule_ms: [0, 100] });
+    expect(await run(['pause', id])).toMatchObject({ status: 'paused', enabled: false });
+    expect(await run(['resume', id])).toMatchObject({ status: 'active', enabled: true });
+    const etag = (await svc.api('GET', `/v1/tenants/${svc.tenantId}/destinations/${id}`)).headers.get('etag')!;
+    const rotated = await run(['rotate-secret', id, '--overlap', '30', '--if-match', etag]);
+    expect(rotated).toMatchObject({ id, signing_secret: expect.stringMatching(/^whsec_/), previous_secret_expires_at: expect.any(String) });
+    const changes = await run(['changes', id, '--limit', '3']);
+    expect(changes.changes.map((c: Record<string, unknown>) => c.action)).toEqual(['secret_rotated', 'resumed', 'paused']);
+    expect(typeof changes.next_cursor).toBe('string');
+  }, 120_000);
+
+  it('refuses with one line on stderr and exit 1', async () => {
+    await fails(['update', id, '--if-match', '"1"', '--name', 'stale'], /^412 precondition-failed: /);
+    await fails(['update', id, '--patch', '{"colour":"red"}'], /^422 unprocessable-entity: .*colour: is not a member of this body/);
+    await fails(['rotate-secret', id, '--overlap', 'soon'], /--overlap must be a whole number/);
+  }, 120_000);
+});
