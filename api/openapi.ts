@@ -230,6 +230,7 @@ function destinationChangeSchemas(): Json {
     DestinationPatch: {
       type: 'object',
       description: 'A JSON merge patch (RFC 7396, sent as `application/merge-patch+json` or `application/json`): the members given replace the stored ones, `null` resets a nullable member to its default, members left out stay. A rename claims the new name (409 when taken). Members the service sets may be sent as a GET shows them; a different value answers 422. A member this body does not have answers 422 naming it; a wrong type 400.',
+      required: [],
       additionalProperties: false,
       properties: members(),
     },
@@ -243,6 +244,7 @@ function destinationChangeSchemas(): Json {
     SecretRotation: {
       type: 'object',
       description: 'How long the old signing secret keeps signing beside the new one. The body may be left out.',
+      required: [],
       additionalProperties: false,
       properties: { overlap_seconds: { type: 'integer', minimum: 0, maximum: 604_800, default: 86_400, description: 'Seconds during which every delivery carries both signatures (`v1,<new> v1,<old>`); 0 drops the old secret at once. Default one day.' } },
     },
