@@ -1715,7 +1715,7 @@ const API_DESCRIPTION = `Webhook ingestion and delivery on Apache Kafka. Webhook
 
 **Lists** answer an envelope: the items under a resource-named member (\`destinations\`, \`ingesters\`, \`delivery_flows\`, \`deliveries\`, \`saved_payloads\`, \`api_keys\`, \`logs\`) and \`next_cursor\` (an opaque string, \`null\` on the last page). \`limit\` is 1 to ${MAX_LIMIT} (default ${DEFAULT_LIMIT}). A cursor is bound to the filters it was issued with. Configuration lists are in creation order; deliveries and logs newest first. Deliveries list one item per attempt.
 
-**Idempotency.** Every write (POST, PUT, DELETE) takes an optional \`Idempotency-Key\` header; see the parameter.
+**Idempotency.** Every write (POST, PUT, PATCH, DELETE) takes an optional \`Idempotency-Key\` header; see the parameter.
 
 **Rate limits** apply per API key and route (\`RATE_LIMITS\`; each operation's route key is in \`x-rate-limit-route\`). Answers carry \`RateLimit\`, \`RateLimit-Policy\`, \`RateLimit-Limit\`, \`RateLimit-Remaining\` and \`RateLimit-Reset\`; over the limit: 429 with \`Retry-After\` and \`retry_after_seconds\`. When Redis is unreachable, limits fail open and the headers are absent.
 
