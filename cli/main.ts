@@ -7,6 +7,7 @@ import { dlqReplay } from './dlq';
 import { DEFAULT_STATE_FILE, verifyDeliveryEvidence, type VerifyOptions } from './evidence';
 import { readRunFile } from '../infra/local';
 import { checkHealth } from './health';
+import { searchDeliveries } from './search';
 
 /** The options of `evidence verify`, from its arguments and the environment. */
 function evidenceOptions(rest: string[], values: Record<string, string | string[] | boolean | undefined>): VerifyOptions {
@@ -44,7 +45,9 @@ const USAGE = `usage:
   npm run cli -- evidence verify <delivery id> --tenant <id> [--attempt <n>] [--api-url <url>] [--state <file>] [--verifier-key <key>]
                  (the API key comes from HOOKLINE_API_KEY)
   npm run cli -- health [--url <process base URL> ...]
-                 (each process's /readyz; exit 1 unless every one is ready; default: the API beside \`npm start\`)`;
+                 (each process's /readyz; exit 1 unless every one is ready; default: the API beside \`npm start\`)
+  npm run cli -- search [--status s] [--destination id] [--event-type t] [--from t] [--to t] [--http-status 500|5xx] [--text q] [--limit n] [--cursor c]
+                 (delivery attempts, newest first, as GET /v1/tenants/{tenant}/deliveries; --tenant or HOOKLINE_TENANT, key in HOOKLINE_API_KEY)`;
 
 async function main(argv: string[]): Promise<void> {
   const { positionals, values } = parseArgs({
@@ -65,6 +68,14 @@ async function main(argv: string[]): Promise<void> {
       'verifier-key': { type: 'string' },
       url: { type: 'string', multiple: true },
       help: { type: 'boolean', short: 'h' },
+      status: { type: 'string' },
+      'event-type': { type: 'string' },
+      from: { type: 'string' },
+      to: { type: 'string' },
+      'http-status': { type: 'string' },
+      text: { type: 'string' },
+      limit: { type: 'string' },
+      cursor: { type: 'string' },
     },
   });
   if (values.help) {
@@ -108,6 +119,10 @@ async function main(argv: string[]): Promise<void> {
     case 'dlq replay': {
       const summary = await dlqReplay({ destination: values.destination, progress: !values['no-progress'] });
       process.stdout.write(`${JSON.stringify(summary)}\n`);
+      return;
+    }
+    case 'search': {
+      process.stdout.write(`${JSON.stringify(await searchDeliveries(values))}\n`);
       return;
     }
     case 'secrets rotate': {
