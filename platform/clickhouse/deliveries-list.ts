@@ -60,12 +60,19 @@ export function listDeliveriesSql(database: string, f: DeliveriesFilter, rows: n
     where.push('destination_id IN {resources:Array(String)}');
     params.resources = f.destinationIds;
   }
-  if (f.search) searchConditions(database, f.search, where, params);
-  return {
-    query: `SELECT delivery_id, attempt_number, event_id, destination_id, status, response_code, toString(attempted_at) AS attempted_at_text, error_message, body_sha256
+  const text = f.search ? searchConditions(database, f.search, where, params) : null;
+  const page = (conditions: string[]) => `SELECT delivery_id, attempt_number, event_id, destination_id, status, response_code, toString(attempted_at) AS attempted_at_text, error_message, body_sha256
             FROM ${database}.deliveries
-            WHERE ${where.join(' AND ')}
+            WHERE ${conditions.join(' AND ')}
             ORDER BY attempted_at DESC, delivery_id DESC, attempt_number DESC
+            LIMIT {limit:UInt32}`;
+  if (!text) return { query: page(where), query_params: params };
+  // text in the answer OR in the request: one page of each, merged. Each branch alone can skip
+  // granules (the answer's ngram index; the events subquery), which their OR could not; an attempt
+  // found by both comes back twice, side by side, and is dropped like any other duplicate.
+  return {
+    query: `SELECT * FROM (${page([...where, text.inResponse])} UNION ALL ${page([...where, text.inRequest])})
+            ORDER BY attempted_at_text DESC, delivery_id DESC, attempt_number DESC
             LIMIT {limit:UInt32}`,
     query_params: params,
   };
@@ -77,7 +84,7 @@ export function listDeliveriesSql(database: string, f: DeliveriesFilter, rows: n
  * (an event is received before its attempts; an attempt may come long after, so `from` does not
  * bound the events).
  */
-function searchConditions(database: string, s: SearchFilters, where: string[], params: Record<string, unknown>): void {
+function searchConditions(database: string, s: SearchFilters, where: string[], params: Record<string, unknown>): { inResponse: string; inRequest: string } | null {
   const eventsWhere = ['tenant_id = {tenant:String}'];
   if (s.to) eventsWhere.push('received_at < {to:DateTime64(3)}');
   const eventsWith = (condition: string) => `event_id IN (SELECT event_id FROM ${database}.events WHERE ${[...eventsWhere, condition].join(' AND ')})`;
@@ -102,10 +109,9 @@ function searchConditions(database: string, s: SearchFilters, where: string[], p
     where.push(`event_id IN (SELECT event_id FROM ${database}.event_types WHERE ${[...eventsWhere, 'event_type = {eventType:String}'].join(' AND ')})`);
     params.eventType = s.eventType;
   }
-  if (s.text !== null) {
-    where.push(`(${textMatch('response_body')} OR ${eventsWith(textMatch('body'))})`);
-    params.text = likePattern(s.text);
-  }
+  if (s.text === null) return null;
+  params.text = likePattern(s.text);
+  return { inResponse: textMatch('response_body'), inRequest: eventsWith(textMatch('body')) };
 }
 
 /**

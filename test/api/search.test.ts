@@ -178,8 +178,9 @@ describe('deliveries search', () => {
     expect(paid.pages).toBe(3);
     const failing = await walk('status=failed&response_code=5xx');
     expect(ids(failing.seen)).toEqual(ids(all.filter((d) => d.status === 'failed' && d.response_code >= 500)));
+    // "order" is in both bodies of the ok attempts (request and answer): each comes once
     const texts = await walk('q=order');
-    expect(texts.seen.length).toBeGreaterThan(2);
+    expect(ids(texts.seen)).toEqual(ids(all.filter((d) => d.event_type !== 'invoice.sent')));
 
     const first = await list('event_type=order.paid&limit=2');
     const cursor = first.body.next_cursor as string;
