@@ -3,12 +3,12 @@
  * their events (generated inside ClickHouse with INSERT ... SELECT FROM numbers), then times the
  * deliveries search through the API's own query code (listDeliveries and eventTypesOf, a first
  * page of 50). Each repetition runs every search twice, alternately with and without the
- * indexes of migration 008 (ignore_data_skipping_indices), so both see the same load; the
+ * data-skipping indexes (ignore_data_skipping_indices), so both see the same load; the
  * baseline is one full scan of the attempts for a text, timed in the same rounds.
  *
  * Environment: SEARCH_DATA_DIR, SEARCH_ROWS (attempts; two per event), SEARCH_TENANTS,
  * SEARCH_DESTINATIONS, SEARCH_DAYS, SEARCH_REPS (runs per query, median), SEARCH_RESULTS (file the
- * JSON result is written to).
+ * JSON result is written to), SEARCH_TRY_INDEXES (candidate indexes to measure, see below).
  */
 import { writeFileSync } from 'node:fs';
 import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client';
@@ -19,8 +19,13 @@ import { median, round, sleep } from './lib/stats';
 
 const DATABASE = 'hookline';
 const PAGE = 50;
-/** The data-skipping indexes of migration 008, ignored in the runs without them. */
-const SEARCH_INDEXES = ['response_body_ngrams', 'response_code_minmax', 'destination_id_bloom', 'body_ngrams', 'event_id_bloom'];
+/**
+ * The data-skipping indexes the search may use, ignored in the runs without them: the one of
+ * migration 008 (event_types by id) and any set by SEARCH_TRY_INDEXES, statements run after the
+ * migrations to measure a candidate (`ALTER TABLE {database}.deliveries ADD INDEX name ...;...`).
+ */
+const TRY_INDEXES = (process.env.SEARCH_TRY_INDEXES ?? '').split(';').map((x) => x.trim()).filter(Boolean);
+const SEARCH_INDEXES = ['event_id_bloom', ...TRY_INDEXES.map((x) => /ADD INDEX (?:IF NOT EXISTS )?(\w+)/i.exec(x)?.[1]).filter((x): x is string => !!x)];
 
 const num = (name: string, fallback: number) => Math.max(1, Number(process.env[name] ?? fallback));
 const rows = num('SEARCH_ROWS', 10_000_000);
@@ -170,6 +175,7 @@ async function main(): Promise<void> {
   const without = withSettings(client, { ignore_data_skipping_indices: SEARCH_INDEXES.join(',') });
   try {
     await migrate(client, DATABASE);
+    for (const statement of TRY_INDEXES) await client.command({ query: statement.replaceAll('{database}', DATABASE) });
     const endMs = Math.floor(Date.now() / 1000) * 1000;
     const t0 = performance.now();
     await fill(client, endMs);
@@ -201,7 +207,7 @@ async function main(): Promise<void> {
       const t = times.get(c.name)!;
       return [c.name, { with_indexes: timing(t.with), without_indexes: timing(t.without), rows: t.rows }];
     }));
-    for (const [name, v] of Object.entries(results)) say(`${name}: median ${v.with_indexes.median_ms} ms (without the 008 indexes ${v.without_indexes.median_ms} ms), ${v.rows} rows on the last page`);
+    for (const [name, v] of Object.entries(results)) say(`${name}: median ${v.with_indexes.median_ms} ms (without skipping indexes ${v.without_indexes.median_ms} ms), ${v.rows} rows on the last page`);
     const baseline = { ...timing(scans), matches };
     say(`full scan: median ${baseline.median_ms} ms (${matches} matches)`);
     const sizes = await (await client.query({ query: `SELECT table, name, type_full, data_compressed_bytes AS bytes FROM system.data_skipping_indices WHERE database = '${DATABASE}'`, format: 'JSONEachRow' })).json();

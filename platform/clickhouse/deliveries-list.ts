@@ -67,9 +67,9 @@ export function listDeliveriesSql(database: string, f: DeliveriesFilter, rows: n
             ORDER BY attempted_at DESC, delivery_id DESC, attempt_number DESC
             LIMIT {limit:UInt32}`;
   if (!text) return { query: page(where), query_params: params };
-  // text in the answer OR in the request: one page of each, merged. Each branch alone can skip
-  // granules (the answer's ngram index; the events subquery), which their OR could not; an attempt
-  // found by both comes back twice, side by side, and is dropped like any other duplicate.
+  // text in the answer OR in the request: one page of each, merged. Each branch reads in key order
+  // and stops after its page, and only the second runs the events subquery; an attempt found by
+  // both comes back twice, side by side, and is dropped like any other duplicate.
   return {
     query: `SELECT * FROM (${page([...where, text.inResponse])} UNION ALL ${page([...where, text.inRequest])})
             ORDER BY attempted_at_text DESC, delivery_id DESC, attempt_number DESC
@@ -115,8 +115,8 @@ function searchConditions(database: string, s: SearchFilters, where: string[], p
 }
 
 /**
- * A case-insensitive substring test written so that the ngram bloom filter indexes of migration
- * 008 (over lowerUTF8 of the column) can skip granules: lowerUTF8(column) LIKE '%text%'.
+ * A case-insensitive substring test, lowerUTF8(column) LIKE '%text%': the form an ngram bloom
+ * filter index over lowerUTF8(column) could use (measured without gain, see migration 008).
  */
 const textMatch = (column: string) => `lowerUTF8(${column}) LIKE {text:String}`;
 
