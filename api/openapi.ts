@@ -611,11 +611,16 @@ function schemas(errorBase: string): Json {
     DeliveryAttemptItem: {
       type: 'object',
       description: 'One delivery attempt. The deliveries list has one item per attempt: `id` is the delivery and repeats for each attempt of one delivery.',
-      required: deliveryRequired,
-      properties: deliveryProperties,
+      required: [...deliveryRequired, 'event_type'],
+      properties: { ...deliveryProperties, event_type: { type: ['string', 'null'], description: 'Type of the attempt\'s event; `null` when it has none or the event is not recorded.' } },
       additionalProperties: false,
     },
-    DeliveryAttempt: { type: 'object', required: attemptRequired, properties: attemptProperties, additionalProperties: false },
+    DeliveryAttempt: {
+      type: 'object',
+      required: [...attemptRequired, 'response_body'],
+      properties: { ...attemptProperties, response_body: { type: ['string', 'null'], description: 'The first 4 KiB of the response body as UTF-8 text (invalid sequences replaced, so a body cut inside a character ends in U+FFFD); `null` when no answer came. Attempts recorded before bodies were kept show an empty string.' } },
+      additionalProperties: false,
+    },
     Delivery: {
       type: 'object',
       description: 'One delivery: the top-level status, response code, attempt number, time and error are those of its latest attempt; `attempts` lists every attempt, oldest first.',
@@ -1050,6 +1055,22 @@ function mcpSchemas(): Json {
 // ---------------------------------------------------------------------------------------------
 // parameters, headers, responses
 
+/** The search filters of the deliveries list, by component name. */
+const SEARCH_PARAMETERS = ['DeliveryDestination', 'DeliveryEventType', 'DeliveryFrom', 'DeliveryTo', 'DeliveryResponseCode', 'DeliveryText'];
+
+function searchParameters(): Json {
+  const q = (name: string, description: string, s: Json): Json => ({ name, in: 'query', required: false, description, schema: s });
+  const time = { type: 'string', format: 'date-time' };
+  return {
+    DeliveryDestination: q('destination_id', 'Only attempts to this destination (1 to 200 characters, else 400).', { type: 'string', minLength: 1, maxLength: 200 }),
+    DeliveryEventType: q('event_type', 'Only attempts of events of exactly this type (1 to 200 characters, else 400).', { type: 'string', minLength: 1, maxLength: 200 }),
+    DeliveryFrom: q('from', 'Only attempts made at or after this time (RFC 3339, else 400).', time),
+    DeliveryTo: q('to', 'Only attempts made before this time (RFC 3339, later than `from`, else 400).', time),
+    DeliveryResponseCode: q('response_code', 'Only attempts answered with this HTTP status (`503`) or class (`5xx`, `4xx`, ...); attempts without an answer never match. Anything else answers 400.', { type: 'string', pattern: '^[1-5]([0-9]{2}|xx|XX)$' }),
+    DeliveryText: q('q', 'Only attempts whose response body start (first 4 KiB) or whose event\'s request body contains this text, ignoring case (1 to 200 characters, else 400).', { type: 'string', minLength: 1, maxLength: 200 }),
+  };
+}
+
 function parameters(): Json {
   const pathId = (name: string, what: string, kind: keyof typeof ID_PREFIX): Json => ({
     name,
@@ -1077,6 +1098,7 @@ function parameters(): Json {
       schema: { type: 'string' },
     },
     DeliveryStatus: { name: 'status', in: 'query', required: false, description: 'Only attempts with this status. An unknown value answers 422.', schema: schema('DeliveryStatus') },
+    ...searchParameters(),
     LogLevel: { name: 'level', in: 'query', required: false, description: 'Minimum level: `warn` gives warnings and errors. An unknown value answers 422. (`debug` lines are never shipped to the log table.)', schema: schema('LogLevel') },
     EvidenceAttempt: { name: 'attempt', in: 'query', required: false, description: 'The attempt to show; default the latest sealed one. Not a positive integer: 400.', schema: { type: 'integer', minimum: 1 } },
     EvidenceTreeSize: { name: 'tree_size', in: 'query', required: false, description: 'Prove against the checkpoint of exactly this size (404 when there is none or it does not include the leaf); default the newest.', schema: { type: 'integer', minimum: 1 } },
@@ -1396,8 +1418,8 @@ function tenantPaths(): Json {
       parameters: [tenant],
       get: tenantOperation({
         operationId: 'listDeliveries', summary: 'List delivery attempts', tag: 'Deliveries', scope: 'read:deliveries', rateLimitRoute: `GET ${T}/deliveries`,
-        description: `Delivery attempts as recorded in ClickHouse, one item per attempt (a delivery retried three times is three items with the same \`id\`), newest first. ${pagingNote} The cursor is a keyset position (time, delivery id, attempt number), stable while attempts are being added. A key limited to resource ids sees only attempts to those destinations.`,
-        parameters: [ref('parameters', 'DeliveryStatus'), ...listParams],
+        description: `Delivery attempts as recorded in ClickHouse, one item per attempt (a delivery retried three times is three items with the same \`id\`), newest first, each with its event's type. ${pagingNote} The cursor is a keyset position (time, delivery id, attempt number), stable while attempts are being added. A key limited to resource ids sees only attempts to those destinations. Search: the filters \`status\`, \`destination_id\`, \`event_type\`, \`from\`, \`to\`, \`response_code\` and \`q\` combine (all must hold); a cursor is bound to the filters it was issued with. A bad value of a search filter answers 400 naming it; other query parameters are ignored.`,
+        parameters: [ref('parameters', 'DeliveryStatus'), ...SEARCH_PARAMETERS.map((p) => ref('parameters', p)), ...listParams],
         success: { '200': ok('One page of delivery attempts.', 'DeliveryList') }, forbidden: 'ForbiddenRead',
         unprocessable: '`status` is not one of delivered, retrying, failed.',
       }),

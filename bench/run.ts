@@ -67,10 +67,12 @@ const S = {
   clientRecords: Math.max(1_000, int('KAFKA_CLIENT_RECORDS', 100_000, 10_000)),
   clientBatch: Math.max(1, int('KAFKA_CLIENT_BATCH', 500, 500)),
   clientInflight: Math.max(1, int('KAFKA_CLIENT_INFLIGHT', 4, 4)),
+  searchRows: Math.max(10_000, int('SEARCH_ROWS', 10_000_000, 1_000_000)),
+  searchReps: Math.max(1, int('SEARCH_REPS', 5, 3)),
   timeoutMin: int('BENCH_TIMEOUT_MINUTES', 60, 20),
   logLevel: process.env.BENCH_LOG_LEVEL ?? 'info',
 };
-const ALL_SCENARIOS = ['ingest', 'delivery', 'end_to_end', 'memory', 'peer_bullmq', 'kafka_client', 'sink', 'query', 'evidence'] as const;
+const ALL_SCENARIOS = ['ingest', 'delivery', 'end_to_end', 'memory', 'peer_bullmq', 'kafka_client', 'sink', 'query', 'evidence', 'search'] as const;
 type Scenario = (typeof ALL_SCENARIOS)[number];
 const SELECTED = new Set<string>((process.env.BENCH_SCENARIOS ?? ALL_SCENARIOS.join(',')).split(',').map((s) => s.trim()).filter(Boolean));
 for (const s of SELECTED) if (!(ALL_SCENARIOS as readonly string[]).includes(s)) throw new Error(`BENCH_SCENARIOS: unknown scenario ${s}; known: ${ALL_SCENARIOS.join(', ')}`);
@@ -1106,6 +1108,52 @@ async function scenarioEvidence(root: string): Promise<void> {
   });
 }
 
+/**
+ * Searches over delivery attempts (bench/search.ts, a process of its own on a fresh embedded
+ * engine): one entry per search, its median against one full scan of the attempts in the same run.
+ */
+async function scenarioSearch(root: string): Promise<void> {
+  const out = path.join(root, 'search.json');
+  say(`search benchmark: filling ${S.searchRows.toLocaleString('en-US')} attempts`);
+  const child = spawnScript('search bench', 'bench/search.ts', [], { ...process.env, SEARCH_DATA_DIR: path.join(root, 'search'), SEARCH_ROWS: String(S.searchRows), SEARCH_REPS: String(S.searchReps), SEARCH_RESULTS: out }, path.join(root, 'search.log'));
+  const timer = setTimeout(() => void child.stop(5_000), 40 * 60_000);
+  const exit = await child.exited;
+  clearTimeout(timer);
+  await child.stop(1_000);
+  if (exit.code !== 0) throw new Error(`bench/search.ts failed (${exit.code ?? exit.signal}): ${tail(child.logFile, 2000)}`);
+  type Timing = { median_ms: number; min_ms: number; max_ms: number };
+  const r = JSON.parse(readFileSync(out, 'utf8')) as { rows: number; events: number; tenants: number; destinations: number; days: number; reps: number; fill_s: number; baseline_scan: Timing & { matches: number }; searches: Record<string, { with_indexes: Timing; without_indexes: Timing; rows: number }> };
+  const b = r.baseline_scan;
+  const what: Record<string, string> = {
+    tenant: 'by tenant only',
+    status_failed: 'status=failed',
+    destination: 'one destination',
+    event_type: 'one event type (of 20)',
+    one_day: 'one day of 30 (from, to)',
+    response_5xx: 'response_code=5xx',
+    text_response_body: 'q found in the response body of a few attempts',
+    text_request_body: 'q found in the request body of a few events',
+    page_5: 'page 5, by cursors (five pages)',
+  };
+  for (const [name, v] of Object.entries(r.searches)) {
+    const x = v.with_indexes;
+    entry({
+      name: `search_${name}`,
+      metric: `search ${what[name] ?? name}: first page of 50 at ${r.rows.toLocaleString('en-US')} attempts`,
+      unit: 'ms',
+      value: x.median_ms,
+      spread: { min: x.min_ms, max: x.max_ms },
+      repetitions: r.reps,
+      baseline: { name: 'full scan of the attempts for a text', value: b.median_ms, spread: { min: b.min_ms, max: b.max_ms }, unit: 'ms' },
+      ratio: round(b.median_ms / x.median_ms),
+      target: 1,
+      better: 'higher',
+      notes: `${r.rows.toLocaleString('en-US')} synthetic attempts (two per event, ${r.events.toLocaleString('en-US')} events with JSON bodies) over ${r.tenants} tenants, ${r.destinations} destinations and ${r.days} days, generated inside ClickHouse (INSERT ... SELECT FROM numbers) in ${r.fill_s} s into a fresh embedded engine; the searches of one tenant (${Math.round(r.rows / r.tenants).toLocaleString('en-US')} attempts) through the API's query code (listDeliveries and the page's event types, 51 rows asked), median of ${r.reps} runs after a warm-up; ${v.rows} rows on the last page. Without the data-skipping indexes it may use (the same runs alternated with ignore_data_skipping_indices; SEARCH_TRY_INDEXES adds candidates): median ${v.without_indexes.median_ms} ms. Baseline: SELECT count() of all attempts whose response body contains a text (positionCaseInsensitive), ${b.matches} matches, timed in the same rounds. Target (this suite's own): ratio = baseline / value >= 1, a search no slower than one scan of the table.`,
+      details: v as unknown as Record<string, unknown>,
+    });
+  }
+}
+
 /** The consumer groups with the largest backlog peaks, for the notes: where records wait. */
 function topBacklogs(lags: ReturnType<typeof lagVerdict>[]): string {
   const names = new Set(lags.flatMap((l) => Object.keys(l.groups)));
@@ -1207,6 +1255,7 @@ async function main(): Promise<number> {
     kafkaServer = undefined;
     redis = undefined;
     if (wants('evidence')) await timed('evidence', () => scenarioEvidence(root));
+    if (wants('search')) await timed('search', () => scenarioSearch(root));
     ok = failures.length === 0;
   } finally {
     killAllChildren();

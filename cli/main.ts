@@ -8,6 +8,7 @@ import { DEFAULT_STATE_FILE, verifyDeliveryEvidence, type VerifyOptions } from '
 import { readRunFile } from '../infra/local';
 import { checkHealth } from './health';
 import { destinationsCommand, DESTINATIONS_USAGE } from './destinations';
+import { searchDeliveries } from './search';
 
 /** The options of `evidence verify`, from its arguments and the environment. */
 function evidenceOptions(rest: string[], values: Record<string, string | string[] | boolean | undefined>): VerifyOptions {
@@ -46,6 +47,8 @@ const USAGE = `usage:
                  (the API key comes from HOOKLINE_API_KEY)
   npm run cli -- health [--url <process base URL> ...]
                  (each process's /readyz; exit 1 unless every one is ready; default: the API beside \`npm start\`)
+  npm run cli -- search [--status s] [--destination id] [--event-type t] [--from t] [--to t] [--http-status 500|5xx] [--text q] [--limit n] [--cursor c]
+                 (delivery attempts, newest first, as GET /v1/tenants/{tenant}/deliveries; --tenant or HOOKLINE_TENANT, key in HOOKLINE_API_KEY)
 ${DESTINATIONS_USAGE}`;
 
 async function main(argv: string[]): Promise<void> {
@@ -68,6 +71,14 @@ async function main(argv: string[]): Promise<void> {
       'verifier-key': { type: 'string' },
       url: { type: 'string', multiple: true },
       help: { type: 'boolean', short: 'h' },
+      status: { type: 'string' },
+      'event-type': { type: 'string' },
+      from: { type: 'string' },
+      to: { type: 'string' },
+      'http-status': { type: 'string' },
+      text: { type: 'string' },
+      limit: { type: 'string' },
+      cursor: { type: 'string' },
     },
   });
   if (values.help) {
@@ -111,6 +122,10 @@ async function main(argv: string[]): Promise<void> {
     case 'dlq replay': {
       const summary = await dlqReplay({ destination: values.destination, progress: !values['no-progress'] });
       process.stdout.write(`${JSON.stringify(summary)}\n`);
+      return;
+    }
+    case 'search': {
+      process.stdout.write(`${JSON.stringify(await searchDeliveries(values))}\n`);
       return;
     }
     case 'secrets rotate': {

@@ -44,6 +44,15 @@ const idempotencyKey: Json = { type: 'string', minLength: 1, maxLength: 255, des
 const limit: Json = { type: 'integer', minimum: 1, maximum: 200, description: 'Items per page (default 50).' };
 const cursor: Json = { type: 'string', minLength: 1, description: 'The next_cursor of the previous page.' };
 const enc = encodeURIComponent;
+/** The search filters of list_deliveries: the query parameters of the deliveries list. */
+const SEARCH_INPUT: Json = {
+  destination_id: { type: 'string', minLength: 1, maxLength: 200, description: 'Only attempts to this destination.' },
+  event_type: { type: 'string', minLength: 1, maxLength: 200, description: 'Only attempts of events of this type.' },
+  from: { type: 'string', format: 'date-time', description: 'Attempts at or after this time (RFC 3339).' },
+  to: { type: 'string', format: 'date-time', description: 'Attempts before this time (RFC 3339).' },
+  response_code: { type: 'string', pattern: '^[1-5]([0-9]{2}|xx|XX)$', description: 'An HTTP status (503) or class (5xx).' },
+  q: { type: 'string', minLength: 1, maxLength: 200, description: 'Text in the response body start or the request body, ignoring case.' },
+};
 
 /** The JSON body of a 2xx answer, or the problem of another as a tool error. */
 function answerOf(answer: ProbeAnswer): Json {
@@ -227,9 +236,9 @@ export const TOOLS: ToolSpec[] = [
   },
   {
     name: 'list_deliveries', title: 'Delivery attempts', group: 'read', scope: 'read:deliveries',
-    description: 'Delivery attempts, newest first, optionally by status (as GET /v1/tenants/{tenant_id}/deliveries).',
-    input: { properties: { status: { type: 'string', enum: ['delivered', 'retrying', 'failed'] }, limit, cursor } }, output: 'DeliveryList', annotations: { readOnlyHint: true },
-    run: (d, c) => rest(d, c, 'GET', tenantPath(c, '/deliveries'), { query: { status: c.args.status, limit: c.args.limit, cursor: c.args.cursor } }),
+    description: 'Delivery attempts, newest first, each with its event type; searched by status, destination, event type, attempt time (from inclusive, to exclusive), response code or class (503, 5xx) and text in the response body start or the request body (as GET /v1/tenants/{tenant_id}/deliveries). A next_cursor works only with the same filters.',
+    input: { properties: { status: { type: 'string', enum: ['delivered', 'retrying', 'failed'] }, ...SEARCH_INPUT, limit, cursor } }, output: 'DeliveryList', annotations: { readOnlyHint: true },
+    run: (d, c) => rest(d, c, 'GET', tenantPath(c, '/deliveries'), { query: { status: c.args.status, ...Object.fromEntries(Object.keys(SEARCH_INPUT).map((k) => [k, c.args[k]])), limit: c.args.limit, cursor: c.args.cursor } }),
   },
   {
     name: 'get_consistency_proof', title: 'Consistency proof between checkpoints', group: 'read', scope: 'read:evidence',

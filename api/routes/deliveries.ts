@@ -6,14 +6,15 @@ import type { ApiKey } from '../../core/model';
 import { decodeCursor, encodeCursor } from '../cursor';
 import { parseLimit } from '../paging';
 import { CH_TIME, isoFromClickHouse } from '../../platform/clickhouse/time';
-import { listDeliveries, type DeliveryRow } from '../../platform/clickhouse/deliveries-list';
+import { eventTypesOf, listDeliveries, type DeliveryRow } from '../../platform/clickhouse/deliveries-list';
+import { cursorFiltersOf, searchFiltersOf } from './deliveries-query';
 
 export const DELIVERY_STATUSES = ['delivered', 'retrying', 'failed'] as const;
 
 export function deliveriesRouter(clickhouse: ClickHouseClient, database: string): Router {
   const router = express.Router({ mergeParams: true });
 
-  /** Delivery attempts, newest first; one item per attempt. */
+  /** Delivery attempts, newest first, one item per attempt, narrowed by the search filters. */
   router.get('/', requireScope('read:deliveries'), async (req, res) => {
     const key = authOf(res);
     const limit = parseLimit(req.query.limit);
@@ -21,7 +22,8 @@ export function deliveriesRouter(clickhouse: ClickHouseClient, database: string)
     if (status !== undefined && (typeof status !== 'string' || !(DELIVERY_STATUSES as readonly string[]).includes(status))) {
       throw new AppError('unprocessable-entity', `status must be one of ${DELIVERY_STATUSES.join(', ')}`);
     }
-    const filters = { status: status ?? null };
+    const search = searchFiltersOf(req.query);
+    const filters = cursorFiltersOf(status ?? null, search);
     let before: { at: string; id: string; n: number } | null = null;
     if (typeof req.query.cursor === 'string' && req.query.cursor !== '') {
       const [at, id, n] = decodeCursor(req.query.cursor, filters);
@@ -30,9 +32,10 @@ export function deliveriesRouter(clickhouse: ClickHouseClient, database: string)
       }
       before = { at, id, n };
     }
-    const rows = await listDeliveries(clickhouse, database, { tenant: key.tenant_id, status: status ?? null, before, destinationIds: key.resource_ids ?? null }, limit + 1);
+    const rows = await listDeliveries(clickhouse, database, { tenant: key.tenant_id, status: status ?? null, search, before, destinationIds: key.resource_ids ?? null }, limit + 1);
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
+    const types = await eventTypesOf(clickhouse, database, key.tenant_id, page.map((r) => r.event_id));
     res.json({
       deliveries: page.map((r) => ({
         id: r.delivery_id,
@@ -44,6 +47,7 @@ export function deliveriesRouter(clickhouse: ClickHouseClient, database: string)
         attempted_at: isoFromClickHouse(r.attempted_at_text),
         body_sha256: r.body_sha256,
         ...(r.error_message ? { error_message: r.error_message } : {}),
+        event_type: types.get(r.event_id) ?? null,
       })),
       next_cursor: rows.length > limit && last ? encodeCursor([last.attempted_at_text, last.delivery_id, last.attempt_number], filters) : null,
     });
@@ -57,16 +61,19 @@ export function deliveriesRouter(clickhouse: ClickHouseClient, database: string)
   return router;
 }
 
+/** One attempt as the view of a delivery shows it: with when the next is due and the start of the answer. */
+export type AttemptRow = DeliveryRow & { next_attempt_at_text: string | null; response_body?: string };
+
 /** Every attempt of a delivery the key may see, oldest first (404 or 403 otherwise). */
-export async function attemptsOf(clickhouse: ClickHouseClient, database: string, key: ApiKey, deliveryId: string): Promise<(DeliveryRow & { next_attempt_at_text: string | null })[]> {
+export async function attemptsOf(clickhouse: ClickHouseClient, database: string, key: ApiKey, deliveryId: string): Promise<AttemptRow[]> {
   const rs = await clickhouse.query({
     query: `SELECT delivery_id, attempt_number, event_id, destination_id, status, response_code, toString(attempted_at) AS attempted_at_text, error_message, body_sha256,
-                   if(isNull(next_attempt_at), NULL, toString(next_attempt_at)) AS next_attempt_at_text
+                   if(isNull(next_attempt_at), NULL, toString(next_attempt_at)) AS next_attempt_at_text, response_body
             FROM ${database}.deliveries FINAL WHERE tenant_id = {tenant:String} AND delivery_id = {id:String} ORDER BY attempt_number`,
     query_params: { tenant: key.tenant_id, id: deliveryId },
     format: 'JSONEachRow',
   });
-  const attempts = await rs.json<DeliveryRow & { next_attempt_at_text: string | null }>();
+  const attempts = await rs.json<AttemptRow>();
   const last = attempts[attempts.length - 1];
   if (!last) throw new AppError('not-found', `delivery ${deliveryId} does not exist`);
   requireResourceOf(key, last.destination_id);
@@ -79,7 +86,7 @@ export async function deliveryWithAttempts(clickhouse: ClickHouseClient, databas
 }
 
 /** The answer of GET .../deliveries/{id} from the delivery's attempts (at least one). */
-export function deliveryBody(attempts: DeliveryRow[]) {
+export function deliveryBody(attempts: (DeliveryRow & { response_body?: string })[]) {
   const last = attempts[attempts.length - 1]!;
   return {
     id: last.delivery_id,
@@ -98,6 +105,8 @@ export function deliveryBody(attempts: DeliveryRow[]) {
       attempted_at: isoFromClickHouse(a.attempted_at_text),
       body_sha256: a.body_sha256,
       ...(a.error_message ? { error_message: a.error_message } : {}),
+      // the table keeps '' for no answer; an attempt without a response code had none
+      response_body: a.response_code === null ? null : a.response_body ?? '',
     })),
   };
 }

@@ -1,4 +1,10 @@
+import type { Readable } from 'node:stream';
 import { request, type Dispatcher } from 'undici';
+
+/** Bytes of a response body kept for search and the attempt view; the rest is drained unread. */
+export const RESPONSE_BODY_KEPT_BYTES = 4096;
+/** Beyond this much left unread, the connection is closed instead of drained for reuse. */
+const DRAIN_LIMIT_BYTES = 64 * 1024;
 
 export interface SendRequest {
   url: string;
@@ -10,6 +16,8 @@ export interface SendResult {
   status: number;
   headers: Record<string, string | string[] | undefined>;
   durationMs: number;
+  /** The first RESPONSE_BODY_KEPT_BYTES bytes of the body (absent when the sender keeps none). */
+  body?: Buffer;
 }
 
 /** The one port the delivery stage sends through. */
@@ -20,7 +28,8 @@ export interface HttpSender {
 
 /**
  * undici through the given agent (the SSRF-guarded one in the service), with a total timeout
- * per attempt; the response body is drained, not kept.
+ * per attempt; the start of the response body is kept, the rest drained (or the connection
+ * closed when too much is left).
  */
 export function undiciSender(agent: Dispatcher, options: { totalTimeoutMs: number }): HttpSender {
   return {
@@ -39,13 +48,42 @@ export function undiciSender(agent: Dispatcher, options: { totalTimeoutMs: numbe
           maxRedirections: 0,
           signal: abort.signal,
         } as Parameters<typeof request>[1]);
-        // read at most a little of the answer; only the status counts
-        await res.body.dump({ limit: 64 * 1024 }).catch(() => undefined);
-        return { status: res.statusCode, headers: res.headers, durationMs: Math.round(performance.now() - started) };
+        const body = await readStart(res.body, RESPONSE_BODY_KEPT_BYTES);
+        // what is left: drained so the connection is reused, or the connection closed when it is long
+        await res.body.dump({ limit: DRAIN_LIMIT_BYTES }).catch(() => undefined);
+        return { status: res.statusCode, headers: res.headers, durationMs: Math.round(performance.now() - started), body };
       } finally {
         clearTimeout(timer);
       }
     },
     close: () => agent.close(),
   };
+}
+
+/**
+ * Up to `max` bytes from the start of `body`, leaving the stream paused after them (or ended);
+ * a body that fails midway gives what arrived before.
+ */
+export function readStart(body: Readable, max: number): Promise<Buffer> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let done = false;
+    const finish = () => {
+      if (done) return;
+      done = true;
+      body.off('data', onData).off('end', finish).off('error', finish).off('close', finish);
+      body.pause();
+      resolve(Buffer.concat(chunks, size));
+    };
+    const onData = (chunk: Buffer) => {
+      const taken = chunk.subarray(0, max - size);
+      chunks.push(taken);
+      size += taken.length;
+      if (size >= max) finish();
+    };
+    // an error after the start was read must not go unheard while nobody else listens yet
+    body.on('error', () => undefined);
+    body.on('data', onData).once('end', finish).once('error', finish).once('close', finish);
+  });
 }

@@ -74,7 +74,7 @@ export function deliverStage(deps: DeliverDeps): RecordStage<'DeliveryTask'> {
   const { topics } = deps;
   const now = deps.now ?? Date.now;
 
-  async function attempt(task: DeliveryTask, destination: Destination): Promise<{ result: AttemptResult; durationMs: number }> {
+  async function attempt(task: DeliveryTask, destination: Destination): Promise<{ result: AttemptResult; durationMs: number; responseBody?: Buffer }> {
     const started = now();
     try {
       const res = await deps.breakers.run(destination, async () => {
@@ -89,13 +89,13 @@ export function deliverStage(deps: DeliverDeps): RecordStage<'DeliveryTask'> {
         if (r.status >= 500 || r.status === 429 || r.status === 408) throw new DestinationUnhealthy(`status ${r.status}`, { cause: r });
         return r;
       });
-      return { result: { kind: 'response', status: res.status, retryAfterMs: null }, durationMs: res.durationMs };
+      return { result: { kind: 'response', status: res.status, retryAfterMs: null }, durationMs: res.durationMs, responseBody: res.body };
     } catch (err) {
       const durationMs = now() - started;
       if (isOpenBreaker(err)) return { result: { kind: 'breaker-open', reopensAt: peerReopensAt(err) ?? deps.breakers.reopensAt(destination.id) }, durationMs };
       if (err instanceof DestinationUnhealthy && isResponse(err.cause)) {
         const r = err.cause;
-        return { result: { kind: 'response', status: r.status, retryAfterMs: parseRetryAfter(r.headers['retry-after'], now()) }, durationMs: r.durationMs };
+        return { result: { kind: 'response', status: r.status, retryAfterMs: parseRetryAfter(r.headers['retry-after'], now()) }, durationMs: r.durationMs, responseBody: r.body };
       }
       const cause = err instanceof DestinationUnhealthy ? err.cause : err;
       return { result: { kind: 'error', message: errorMessage(cause), refused: deps.isRefusal(cause) }, durationMs };
@@ -165,13 +165,15 @@ export function deliverStage(deps: DeliverDeps): RecordStage<'DeliveryTask'> {
         outcome.error_message = reason;
         return [{ topic: topics.deliveryCompleted, key: task.destination_id, record: 'DeliveryOutcome', value: outcome }, ...followUp(task, { action: 'dead', reason, disableDestination: false }, log, fields, outcome)];
       }
-      const { result, durationMs } = await attempt(task, destination);
+      const { result, durationMs, responseBody } = await attempt(task, destination);
       const schedule = destination.retry_schedule_ms ?? deps.defaultSchedule;
       const decision = decide(result, task.attempt, schedule, now());
       if (result.kind === 'breaker-open') return followUp(task, decision, log, fields, null);
 
       outcome.duration_ms = durationMs;
       outcome.response_code = result.kind === 'response' ? result.status : null;
+      // UTF-8 with invalid sequences replaced (U+FFFD); no answer, no body
+      outcome.response_body = result.kind === 'response' ? (responseBody ?? Buffer.alloc(0)).toString('utf8') : null;
       outcome.status = decision.action === 'delivered' ? 'delivered' : decision.action === 'retry' ? 'retrying' : 'failed';
       outcome.error_message = decision.action === 'delivered' ? null : decision.action === 'dead' || decision.action === 'retry' ? decision.reason : null;
       outcome.next_attempt_at = decision.action === 'retry' ? decision.at : null;

@@ -37,6 +37,11 @@ export function eventRow(e: WebhookEvent) {
   };
 }
 
+/** The type validation found for an event (only events that have one get a row). */
+export function eventTypeRow(e: Pick<WebhookEvent, 'event_id' | 'tenant_id' | 'received_at' | 'event_type'>) {
+  return { tenant_id: e.tenant_id, event_id: e.event_id, event_type: e.event_type ?? '', received_at: chTime(e.received_at) };
+}
+
 export function transitionRow(t: EventTransition) {
   return {
     tenant_id: t.tenant_id,

@@ -3,13 +3,13 @@ import { consumerSpec, type Topics } from '../../core/topics';
 import type { DeliveryOutcome, EventTransition, EvidenceBatch, LogEntry, RecordName, WebhookEvent } from '../../platform/avro/records';
 import { consume, type ConsumedBatch, type Consuming, type RunnerDeps, type RunningStage } from '../runtime/consume';
 import { decideBatch, fencingTokenOf, type ChainHead } from '../evidence/chain';
-import { ackedRow, eventRow, evidenceRows, logRow, outcomeRows, receivedRow, stateRow, transitionRow } from './rows';
+import { ackedRow, eventRow, eventTypeRow, evidenceRows, logRow, outcomeRows, receivedRow, stateRow, transitionRow } from './rows';
 
 /**
  * The tables the sink fills, in the order a flush inserts them: a checkpoint row goes in only
  * after the leaves and nodes its proofs need.
  */
-export const SINK_TABLES = ['events', 'event_transitions', 'deliveries', 'logs', 'evidence_nodes', 'evidence_leaves', 'evidence_checkpoints'] as const;
+export const SINK_TABLES = ['events', 'event_types', 'event_transitions', 'deliveries', 'logs', 'evidence_nodes', 'evidence_leaves', 'evidence_checkpoints'] as const;
 export type SinkTable = (typeof SINK_TABLES)[number];
 
 /** Columns named on insert where the JSON row is not the table's shape (an EPHEMERAL input). */
@@ -64,7 +64,8 @@ const STATE_FIELDS = ['event_id', 'tenant_id', 'ingester_id', 'correlation_id'] 
 export async function runSink(topics: Topics, writer: RowWriter, deps: RunnerDeps, options: SinkOptions): Promise<RunningStage> {
   const tableOf = new Map<string, SinkInput>([
     [topics.received, { record: 'WebhookEvent', table: 'events' }],
-    [topics.validated, { record: 'WebhookEvent', table: 'event_transitions', state: 'validated', fields: STATE_FIELDS }],
+    // validation sets the event's type: the search reads it from event_types
+    [topics.validated, { record: 'WebhookEvent', table: 'event_transitions', state: 'validated', fields: [...STATE_FIELDS, 'received_at', 'event_type'] }],
     [topics.filtered, { record: 'WebhookEvent', table: 'event_transitions', state: 'filtered', fields: STATE_FIELDS }],
     [topics.transitions, { record: 'EventTransition', table: 'event_transitions' }],
     [topics.deliveryCompleted, { record: 'DeliveryOutcome', table: 'deliveries' }],
@@ -145,6 +146,7 @@ export async function runSink(topics: Topics, writer: RowWriter, deps: RunnerDep
         }
         case 'event_transitions':
           rows.push(input.state ? stateRow(value as WebhookEvent, input.state, times[i]!) : transitionRow(value as EventTransition));
+          if (input.state === 'validated' && (value as WebhookEvent).event_type) rowsOf('event_types').push(eventTypeRow(value as WebhookEvent));
           break;
         case 'deliveries': {
           const made = outcomeRows(value as DeliveryOutcome);

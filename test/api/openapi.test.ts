@@ -879,6 +879,23 @@ describe('OpenAPI document', () => {
     expect(fields(await call('getConsistencyProof', {}, { query: 'from=1&to=x' }))).toEqual(['to']);
   }, 120_000);
 
+  it('search', async () => {
+    // the dead attempt of the test above: B answered 500 with the receiver's body `ok`
+    const all = `destination_id=${destB}&status=failed&response_code=5xx&from=2000-01-01T00:00:00Z&to=2100-01-01T00:00:00%2B01:00&q=OK`;
+    const found = bodyOf(await call('listDeliveries', {}, { query: all })).deliveries as Json[];
+    expect(found.map((d) => d.id)).toContain(deadDeliveryId);
+    expect(found.every((d) => d.destination_id === destB && d.status === 'failed' && d.event_type === null)).toBe(true);
+    expect(bodyOf(await call('listDeliveries', {}, { query: 'event_type=no.such.type' })).deliveries).toEqual([]);
+    const page1 = await call('listDeliveries', {}, { query: 'response_code=2xx&q=ok&limit=1' });
+    const cursor = String(bodyOf(page1).next_cursor);
+    expect((bodyOf(await call('listDeliveries', {}, { query: `response_code=2xx&q=ok&limit=1&cursor=${cursor}` })).deliveries as Json[]).length).toBe(1);
+    expect(fields(await call('listDeliveries', {}, { query: `response_code=200&q=ok&limit=1&cursor=${cursor}` }))).toEqual(['cursor']);
+    expect(fields(await call('listDeliveries', {}, { query: 'response_code=9xx&from=soon' }))).toEqual(['from', 'response_code']);
+    expect(fields(await call('listDeliveries', {}, { query: `q=${'x'.repeat(201)}` }))).toEqual(['q']);
+    const one = bodyOf(await call('getDelivery', { delivery_id: deadDeliveryId }));
+    expect((one.attempts as Json[])[0]).toMatchObject({ response_code: 500, response_body: 'ok' });
+  });
+
   it('the evidence surface under /v1/mcp answers as documented', async () => {
     const mcpOps = [...conf.operations.values()].filter((o) => o.path.startsWith('/v1/mcp') && o.operationId !== 'getHealth');
     const ids: Record<string, Record<string, string>> = {

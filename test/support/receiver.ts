@@ -14,6 +14,8 @@ export interface Answer {
   status: number;
   headers?: Record<string, string>;
   delayMs?: number;
+  /** The response body (default `ok`). */
+  body?: string | Buffer;
 }
 
 export interface Receiver {
@@ -58,7 +60,7 @@ export async function startReceiver(): Promise<Receiver> {
       requests.push(received);
       const answer: Answer | 'hang' = decide ? decide(received, requests.length - 1) : { status, headers: extraHeaders };
       if (answer !== 'hang') {
-        const send = () => res.writeHead(answer.status, answer.headers ?? {}).end('ok');
+        const send = () => res.writeHead(answer.status, answer.headers ?? {}).end(answer.body ?? 'ok');
         if (answer.delayMs) setTimeout(send, answer.delayMs);
         else send();
       }
