@@ -547,7 +547,7 @@ function schemas(errorBase: string): Json {
       oneOf: [
         {
           type: 'object',
-          required: ['delivery_id', 'status', 'integrity_root', 'inclusion_proof', 'leaf_hash', 'timestamp', 'attempt_number', 'leaf_index', 'tree_size', 'checkpoint'],
+          required: ['delivery_id', 'status', 'integrity_root', 'inclusion_proof', 'leaf_hash', 'timestamp', 'attempt_number', 'leaf_index', 'replay_of', 'tree_size', 'checkpoint'],
           properties: {
             delivery_id: schema('DeliveryId'),
             status: { const: 'confirmed' },
@@ -557,6 +557,7 @@ function schemas(errorBase: string): Json {
             timestamp: { ...schema('Timestamp'), description: 'When the leaf was sealed.' },
             attempt_number: { type: 'integer', minimum: 1 },
             leaf_index: { type: 'integer', minimum: 0 },
+            replay_of: { ...nullable(schema('DeliveryId')), description: 'The delivery this attempt\'s delivery replays (a replay job, a retry, `dlq replay`): then the leaf is the v 2 form with this `replay_of` member; `null` for a v 1 leaf.' },
             tree_size: { type: 'integer', minimum: 1 },
             checkpoint: schema('EvidenceCheckpoint'),
           },
@@ -564,7 +565,7 @@ function schemas(errorBase: string): Json {
         },
         {
           type: 'object',
-          required: ['delivery_id', 'status', 'integrity_root', 'inclusion_proof', 'leaf_hash', 'timestamp', 'attempt_number', 'leaf_index', 'tree_size', 'checkpoint'],
+          required: ['delivery_id', 'status', 'integrity_root', 'inclusion_proof', 'leaf_hash', 'timestamp', 'attempt_number', 'leaf_index', 'replay_of', 'tree_size', 'checkpoint'],
           properties: {
             delivery_id: schema('DeliveryId'),
             status: { const: 'pending' },
@@ -574,6 +575,7 @@ function schemas(errorBase: string): Json {
             timestamp: { ...schema('Timestamp'), description: 'When the attempt was made.' },
             attempt_number: { type: 'integer', minimum: 1 },
             leaf_index: { type: ['integer', 'null'], minimum: 0, description: 'Known once the leaf is sequenced, before its checkpoint is stored.' },
+            replay_of: { ...nullable(schema('DeliveryId')), description: 'The delivery this attempt\'s delivery replays; its leaf will be the v 2 form. `null`: a v 1 leaf.' },
             tree_size: { type: 'null' },
             checkpoint: { type: 'null' },
           },
