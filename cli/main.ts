@@ -7,6 +7,7 @@ import { dlqReplay } from './dlq';
 import { DEFAULT_STATE_FILE, verifyDeliveryEvidence, type VerifyOptions } from './evidence';
 import { readRunFile } from '../infra/local';
 import { checkHealth } from './health';
+import { replaysCommand, REPLAYS_USAGE } from './replays';
 
 /** The options of `evidence verify`, from its arguments and the environment. */
 function evidenceOptions(rest: string[], values: Record<string, string | string[] | boolean | undefined>): VerifyOptions {
@@ -44,7 +45,8 @@ const USAGE = `usage:
   npm run cli -- evidence verify <delivery id> --tenant <id> [--attempt <n>] [--api-url <url>] [--state <file>] [--verifier-key <key>]
                  (the API key comes from HOOKLINE_API_KEY)
   npm run cli -- health [--url <process base URL> ...]
-                 (each process's /readyz; exit 1 unless every one is ready; default: the API beside \`npm start\`)`;
+                 (each process's /readyz; exit 1 unless every one is ready; default: the API beside \`npm start\`)
+${REPLAYS_USAGE}`;
 
 async function main(argv: string[]): Promise<void> {
   const { positionals, values } = parseArgs({
@@ -64,6 +66,11 @@ async function main(argv: string[]): Promise<void> {
       state: { type: 'string' },
       'verifier-key': { type: 'string' },
       url: { type: 'string', multiple: true },
+      from: { type: 'string' },
+      to: { type: 'string' },
+      status: { type: 'string' },
+      'event-type': { type: 'string' },
+      wait: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -76,6 +83,7 @@ async function main(argv: string[]): Promise<void> {
     process.stdout.write(`${JSON.stringify(result)}\n`);
     return;
   }
+  if (positionals[0] === 'replays') return replaysCommand(positionals.slice(1), values, (line) => process.stdout.write(`${line}\n`));
   if (positionals.length === 1 && positionals[0] === 'health') {
     const urls = values.url ?? [];
     if (urls.length === 0) {
