@@ -47,27 +47,28 @@ export class ReplayMatches {
       where.push('destination_id = {destination:String}');
       params.destination = filter.destination_id;
     }
-    const status = filter.status ? 'status = {status:String}' : "status IN ('delivered', 'failed')";
+    const status = filter.status ? 'm_status = {status:String}' : "m_status IN ('delivered', 'failed')";
     if (filter.status) params.status = filter.status;
     let eventType = '';
     if (filter.event_type) {
-      eventType = `AND event_id IN (SELECT event_id FROM ${db}.events FINAL WHERE tenant_id = {tenant:String} AND event_type = {event_type:String})`;
+      eventType = `AND m_event IN (SELECT event_id FROM ${db}.events FINAL WHERE tenant_id = {tenant:String} AND event_type = {event_type:String})`;
       params.event_type = filter.event_type;
     }
     // an attempt before `from` can never be a latest attempt in range: those rows are not read
+    // the latest attempt's members under names of their own: the row filters read the stored columns
     const sql = `
-      SELECT delivery_id, event_id, destination_id, at_ms FROM (
-        SELECT delivery_id,
-               argMax(event_id, attempt_number) AS event_id,
-               argMax(destination_id, attempt_number) AS destination_id,
-               argMax(status, attempt_number) AS status,
-               toUnixTimestamp64Milli(argMax(attempted_at, attempt_number)) AS at_ms,
-               argMax(ifNull(replay_job_id, ''), attempt_number) AS job
+      SELECT m_delivery AS delivery_id, m_event AS event_id, m_destination AS destination_id, m_at AS at_ms FROM (
+        SELECT delivery_id AS m_delivery,
+               argMax(event_id, attempt_number) AS m_event,
+               argMax(destination_id, attempt_number) AS m_destination,
+               argMax(status, attempt_number) AS m_status,
+               toUnixTimestamp64Milli(argMax(attempted_at, attempt_number)) AS m_at,
+               argMax(ifNull(replay_job_id, ''), attempt_number) AS m_job
         FROM ${db}.deliveries FINAL
         WHERE tenant_id = {tenant:String} AND attempted_at >= fromUnixTimestamp64Milli({from:Int64}) ${where.map((w) => `AND ${w}`).join(' ')}
         GROUP BY delivery_id
       )
-      WHERE at_ms >= {from:Int64} AND at_ms < {to:Int64} AND ${status} AND job != {job:String} ${eventType}`;
+      WHERE m_at >= {from:Int64} AND m_at < {to:Int64} AND ${status} AND m_job != {job:String} ${eventType}`;
     return { sql, params };
   }
 
