@@ -25,6 +25,8 @@ export interface ReplayRunnerOptions {
   leaseMs?: number;
   /** How often running jobs are looked for, and finished ones checked (ms). */
   scanMs?: number;
+  /** This runner's name in the leases; default the process id and a random part. */
+  owner?: string;
 }
 
 /** Where a job stands: what Redis holds is newer than the entity (written on every batch). */
@@ -76,7 +78,7 @@ function hopsOfStored(headers: string): number {
  * job waits until each of its deliveries is delivered or failed for good, then completes.
  */
 export class ReplayJobRunner {
-  private readonly owner = `${process.pid}-${randomBytes(6).toString('hex')}`;
+  private readonly owner: string;
   private readonly working = new Map<string, Promise<void>>();
   private readonly tokens: RedisTokenLeases;
   private readonly leaseMs: number;
@@ -85,6 +87,7 @@ export class ReplayJobRunner {
   private stopped = false;
 
   constructor(private readonly o: ReplayRunnerOptions) {
+    this.owner = o.owner ?? `${process.pid}-${randomBytes(6).toString('hex')}`;
     this.tokens = new RedisTokenLeases(o.redis);
     this.leaseMs = o.leaseMs ?? 10_000;
     this.scanMs = o.scanMs ?? 1_000;
@@ -119,8 +122,11 @@ export class ReplayJobRunner {
     }
   }
 
+  /** Takes the job's lease when it is free, or keeps it when it is already this runner's. */
   private async claim(jobId: string): Promise<boolean> {
-    return (await this.o.redis.set(replayKeys(this.o.prefix, jobId).lease, this.owner, 'PX', this.leaseMs, 'NX')) === 'OK';
+    const key = replayKeys(this.o.prefix, jobId).lease;
+    if ((await this.o.redis.set(key, this.owner, 'PX', this.leaseMs, 'NX')) === 'OK') return true;
+    return Number(await this.o.redis.eval(RENEW, 1, key, this.owner, this.leaseMs)) === 1;
   }
 
   private async work(jobId: string, tenantId: string): Promise<void> {
