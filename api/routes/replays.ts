@@ -17,6 +17,9 @@ export const MAX_REPLAY_MATCHES = 1_000_000;
 /** Widest time range of one job. */
 export const MAX_REPLAY_RANGE_DAYS = 31;
 
+/** 2200-01-01: a range starting this late is beyond the stored times' type. */
+const EARLIEST_UNREPRESENTABLE = Date.UTC(2200, 0, 1);
+
 /** A body the ReplayCreate schema accepted. */
 interface ReplayBody {
   from: string;
@@ -55,6 +58,8 @@ function readCreate(body: unknown, key: ApiKey, store: ConfigStore): ReplayJob['
   const from = Date.parse(b.from);
   const to = Date.parse(b.to);
   const problems: { field: string; message: string }[] = [];
+  // what ClickHouse's DateTime64 holds, with room for a range after it
+  if (from < 0 || from >= EARLIEST_UNREPRESENTABLE) problems.push({ field: 'from', message: 'must be from 1970 to 2199' });
   if (to <= from) problems.push({ field: 'to', message: 'must be later than from' });
   else if (to - from > MAX_REPLAY_RANGE_DAYS * 86_400_000) problems.push({ field: 'to', message: `must be at most ${MAX_REPLAY_RANGE_DAYS} days after from` });
   if (b.destination_id) {
