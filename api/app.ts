@@ -33,6 +33,8 @@ import { InProcessApi } from './mcp/probe';
 import { mcpHandler, toolCatalogue, type ListedTool } from './mcp/server';
 import { mcpRouter } from './routes/mcp';
 import { apiKeysRouter } from './routes/api-keys';
+import { replaysRouter } from './routes/replays';
+import { ReplayMatches } from '../platform/replay/job-matches';
 import { KeyUsage } from '../platform/redis/key-usage';
 
 /** What the API needs once the service is up. */
@@ -208,6 +210,7 @@ export function createApp(options: ApiOptions): Express {
         tenant.use('/delivery-flows', flowsRouter(s.store, s.maxFanout, s.quotas));
         tenant.use('/saved-payloads', savedPayloadsRouter(s.store, s.quotas));
         tenant.use('/api-keys', apiKeysRouter(s.store, usageOf(s), s.quotas));
+        tenant.use('/replays', replaysRouter(s.store, new ReplayMatches(s.clickhouse, s.clickhouseDatabase), s.redis, s.redisPrefix));
         tenant.use('/logs', logsRouter(s.clickhouse, s.clickhouseDatabase));
         tenant.use('/evidence', evidenceRouter(s.evidence, s.clickhouse, s.clickhouseDatabase));
         tenant.use('/evidence-log', evidenceLogRouter(s.evidence, s.evidenceLog));

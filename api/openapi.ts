@@ -16,6 +16,7 @@ import { DEFAULT_LIMIT, MAX_LIMIT } from './paging';
 import { DELIVERY_STATUSES } from './routes/deliveries';
 import { MAX_PAYLOAD_BYTES } from './routes/saved-payloads';
 import { MAX_KEY_LIFETIME_DAYS, MAX_KEY_RESOURCES } from './routes/api-keys';
+import { MAX_REPLAY_MATCHES, MAX_REPLAY_RANGE_DAYS, MAX_RUNNING_REPLAYS } from './routes/replays';
 
 /**
  * The OpenAPI 3.1 description of the HTTP API as the code implements it today. Enumerations and
@@ -501,6 +502,47 @@ function apiKeySchemas(): Json {
   };
 }
 
+function replaySchemas(): Json {
+  const filterShown: Json = {
+    from: schema('Timestamp'),
+    to: schema('Timestamp'),
+    destination_id: nullable(schema('DestinationId')),
+    status: { type: ['string', 'null'], enum: ['delivered', 'failed', null] },
+    event_type: { type: ['string', 'null'] },
+  };
+  const shown: Json = {
+    id: schema('ReplayJobId'),
+    filter: { type: 'object', description: 'What the job replays, as given (times in UTC).', required: Object.keys(filterShown), properties: filterShown, additionalProperties: false },
+    status: { type: 'string', enum: ['running', 'completed', 'cancelled', 'failed'], description: '`running` until every match is queued and every queued delivery ended (`completed`), or until cancelled.' },
+    matched: { type: 'integer', minimum: 0, description: 'Deliveries that matched when the job started.' },
+    replayed: { type: 'integer', minimum: 0, description: 'Matches queued again as new deliveries so far.' },
+    delivered: { type: 'integer', minimum: 0, description: 'Deliveries of this job delivered.' },
+    failed: { type: 'integer', minimum: 0, description: 'Deliveries of this job that failed for good (no attempt left).' },
+    skipped: { type: 'integer', minimum: 0, description: 'Matches not queued: their event is no longer stored, or its stored body does not match the SHA-256 recorded at receipt.' },
+    created_at: schema('Timestamp'),
+    updated_at: schema('Timestamp'),
+    finished_at: nullable(schema('Timestamp')),
+    error: { type: ['string', 'null'] },
+  };
+  return {
+    ReplayCreate: {
+      type: 'object',
+      description: `What to replay: every delivery whose latest attempt was made in [\`from\`, \`to\`) and ended (delivered, or failed with no attempt left; a delivery still retrying never matches), optionally only to one destination, with one final status, or of one event type. \`to\` must be later than \`from\`, at most ${MAX_REPLAY_RANGE_DAYS} days after it (422). Other members are refused (400).`,
+      required: ['from', 'to'],
+      properties: {
+        from: { type: 'string', format: 'date-time', description: 'Start of the range (RFC 3339), included.' },
+        to: { type: 'string', format: 'date-time', description: 'End of the range (RFC 3339), excluded.' },
+        destination_id: { ...nullable(schema('DestinationId')), description: 'Only deliveries to this destination (422 when the tenant has no such destination). Required with a key limited to resource ids.' },
+        status: { type: ['string', 'null'], enum: ['delivered', 'failed', null], description: 'Only deliveries that ended so: `delivered`, or `failed` (dead).' },
+        event_type: { type: ['string', 'null'], minLength: 1, maxLength: 200, description: 'Only deliveries of events of this type.' },
+      },
+      additionalProperties: false,
+    },
+    ReplayJob: { type: 'object', description: 'A replay job with its progress (written about once a second while it runs).', required: Object.keys(shown), properties: shown, additionalProperties: false },
+    ReplayJobList: listOf('replays', 'ReplayJob', 'by id (creation time), oldest first; finished jobs included'),
+  };
+}
+
 function listOf(member: string, item: string, order: string): Json {
   return {
     type: 'object',
@@ -523,6 +565,7 @@ function schemas(errorBase: string): Json {
     EventId: typedId('event', 'an event'),
     SavedPayloadId: typedId('savedPayload', 'a saved payload'),
     ApiKeyId: typedId('apiKey', 'an API key'),
+    ReplayJobId: typedId('replayJob', 'a replay job'),
     LogId: typedId('log', 'a log line'),
     ...problemSchemas(errorBase),
 
@@ -647,7 +690,7 @@ function schemas(errorBase: string): Json {
       oneOf: [
         {
           type: 'object',
-          required: ['delivery_id', 'status', 'integrity_root', 'inclusion_proof', 'leaf_hash', 'timestamp', 'attempt_number', 'leaf_index', 'tree_size', 'checkpoint'],
+          required: ['delivery_id', 'status', 'integrity_root', 'inclusion_proof', 'leaf_hash', 'timestamp', 'attempt_number', 'leaf_index', 'replay_of', 'tree_size', 'checkpoint'],
           properties: {
             delivery_id: schema('DeliveryId'),
             status: { const: 'confirmed' },
@@ -657,6 +700,7 @@ function schemas(errorBase: string): Json {
             timestamp: { ...schema('Timestamp'), description: 'When the leaf was sealed.' },
             attempt_number: { type: 'integer', minimum: 1 },
             leaf_index: { type: 'integer', minimum: 0 },
+            replay_of: { ...nullable(schema('DeliveryId')), description: 'The delivery this attempt\'s delivery replays (a replay job, a retry, `dlq replay`): then the leaf is the v 2 form with this `replay_of` member; `null` for a v 1 leaf.' },
             tree_size: { type: 'integer', minimum: 1 },
             checkpoint: schema('EvidenceCheckpoint'),
           },
@@ -664,7 +708,7 @@ function schemas(errorBase: string): Json {
         },
         {
           type: 'object',
-          required: ['delivery_id', 'status', 'integrity_root', 'inclusion_proof', 'leaf_hash', 'timestamp', 'attempt_number', 'leaf_index', 'tree_size', 'checkpoint'],
+          required: ['delivery_id', 'status', 'integrity_root', 'inclusion_proof', 'leaf_hash', 'timestamp', 'attempt_number', 'leaf_index', 'replay_of', 'tree_size', 'checkpoint'],
           properties: {
             delivery_id: schema('DeliveryId'),
             status: { const: 'pending' },
@@ -674,6 +718,7 @@ function schemas(errorBase: string): Json {
             timestamp: { ...schema('Timestamp'), description: 'When the attempt was made.' },
             attempt_number: { type: 'integer', minimum: 1 },
             leaf_index: { type: ['integer', 'null'], minimum: 0, description: 'Known once the leaf is sequenced, before its checkpoint is stored.' },
+            replay_of: { ...nullable(schema('DeliveryId')), description: 'The delivery this attempt\'s delivery replays; its leaf will be the v 2 form. `null`: a v 1 leaf.' },
             tree_size: { type: 'null' },
             checkpoint: { type: 'null' },
           },
@@ -737,6 +782,7 @@ function schemas(errorBase: string): Json {
     },
     SavedPayloadList: listOf('saved_payloads', 'SavedPayload', 'by id (creation time), oldest first'),
     ...apiKeySchemas(),
+    ...replaySchemas(),
 
     LogLevel: { type: 'string', enum: [...LOG_LEVELS] },
     LogEntry: {
@@ -1089,6 +1135,7 @@ function parameters(): Json {
     EventId: pathId('event_id', 'event', 'event'),
     SavedPayloadId: pathId('payload_id', 'saved payload', 'savedPayload'),
     ApiKeyId: pathId('key_id', 'API key', 'apiKey'),
+    ReplayJobId: pathId('replay_id', 'replay job', 'replayJob'),
     Limit: { name: 'limit', in: 'query', required: false, description: `Items per page, an integer from 1 to ${MAX_LIMIT} (400 otherwise).`, schema: { type: 'integer', minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT } },
     Cursor: {
       name: 'cursor',
@@ -1492,6 +1539,36 @@ function tenantPaths(): Json {
         success: { '200': ok('The revoked key.', 'ApiKey') }, forbidden: 'ForbiddenWriteResource', notFound: 'no such API key', conflict: 'IdempotencyConflict',
       }),
     },
+    [`${P}/replays`]: {
+      parameters: [tenant],
+      get: tenantOperation({
+        operationId: 'listReplays', summary: 'List replay jobs', tag: 'Replays', scope: 'read:replays', rateLimitRoute: `GET ${T}/replays`,
+        description: `The tenant's replay jobs, oldest first, finished ones included. ${pagingNote} A key limited to resource ids lists the jobs of its destinations.`,
+        parameters: listParams, success: { '200': ok('One page of replay jobs.', 'ReplayJobList') }, forbidden: 'ForbiddenRead',
+      }),
+      post: tenantOperation({
+        operationId: 'createReplay', summary: 'Start a replay job', tag: 'Replays', scope: 'write:replays', rateLimitRoute: `POST ${T}/replays`,
+        description: `Delivers again every delivery whose latest attempt falls in the range and matches the filter, in the background: each becomes a new delivery (new id and \`webhook-id\`, attempt 1, the event's stored bytes, \`replay_of\` the original) to the same destination, in order of attempt time, at most \`REPLAY_RATE_PER_S\` (default 100) per second across the deployment. Its evidence leaf names the original (\`replay_of\`, docs/evidence.md). \`matched\` is counted at start: more than ${MAX_REPLAY_MATCHES} answers 422. At most ${MAX_RUNNING_REPLAYS} jobs of a tenant run at once (409).`,
+        requestBody: jsonBody('ReplayCreate', 'The range and filter.'),
+        success: { '202': { description: 'The job, running.', headers: tenantHeaders('Location'), content: { 'application/json': { schema: schema('ReplayJob') } } } },
+        forbidden: 'ForbiddenWriteResource',
+        conflict: { description: `the tenant already has ${MAX_RUNNING_REPLAYS} replay jobs running` },
+        unprocessable: `\`to\` is not later than \`from\` or more than ${MAX_REPLAY_RANGE_DAYS} days after it, \`destination_id\` names no destination of the tenant (or is missing with a key limited to resource ids), or the range matches more than ${MAX_REPLAY_MATCHES} deliveries (replay a narrower one).`,
+      }),
+    },
+    [`${P}/replays/{replay_id}`]: {
+      parameters: [tenant, idParam('ReplayJobId')],
+      get: tenantOperation({
+        operationId: 'getReplay', summary: 'Get a replay job', tag: 'Replays', scope: 'read:replays', rateLimitRoute: `GET ${T}/replays/:id`,
+        description: 'One replay job with its progress so far.', success: { '200': ok('The job.', 'ReplayJob') }, forbidden: 'ForbiddenReadResource', notFound: 'no such replay job',
+      }),
+      delete: tenantOperation({
+        operationId: 'cancelReplay', summary: 'Cancel a replay job', tag: 'Replays', scope: 'write:replays', rateLimitRoute: `DELETE ${T}/replays/:id`,
+        description: 'Stops queuing the job\'s remaining matches; the deliveries it already queued still run. The job stays listed as `cancelled`.',
+        success: { '200': ok('The cancelled job.', 'ReplayJob') }, forbidden: 'ForbiddenWriteResource', notFound: 'no such replay job',
+        conflict: { description: 'the job is no longer running (completed, cancelled or failed)' },
+      }),
+    },
     [`${P}/evidence/{delivery_id}`]: {
       parameters: [tenant, idParam('DeliveryId')],
       get: tenantOperation({
@@ -1779,6 +1856,7 @@ export function openApiDocument(options: { errorBase: string; serverUrl?: string
       { name: 'Events', description: 'Operations on received events.' },
       { name: 'Saved payloads', description: 'Named JSON payloads a tenant keeps.' },
       { name: 'API keys', description: 'The tenant\'s API keys: issue, list, revoke.' },
+      { name: 'Replays', description: 'Delivering again, in the background, the deliveries of a time range.' },
       { name: 'Logs', description: 'The tenant\'s pipeline log.' },
       { name: 'Evidence', description: 'The verifiable log of delivery outcomes: inclusion proofs, signed checkpoints, consistency proofs.' },
       { name: 'Evidence surface', description: 'The read-oriented surface under /v1/mcp: the MCP endpoint, planes, delivery status, evidence and logs by resource, all measured live.' },

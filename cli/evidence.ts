@@ -73,6 +73,12 @@ async function getJson(o: VerifyOptions, route: string): Promise<Record<string, 
 
 const buf = (hex: string) => Buffer.from(hex, 'hex');
 
+/** The delivery a replayed delivery replays: from its record when shown there, else as the evidence names it; null for none. */
+function replayOfRecord(delivery: Record<string, unknown>, evidence: Record<string, unknown>): string | null {
+  const shown = delivery.replay_of ?? evidence.replay_of;
+  return typeof shown === 'string' && shown !== '' ? shown : null;
+}
+
 /** Checks a signed checkpoint and returns its size and root. */
 function openCheckpoint(c: CheckpointBody, verifierKey: string, origin: string): { size: number; root: Buffer } {
   let text: string;
@@ -123,6 +129,8 @@ export async function verifyDeliveryEvidence(o: VerifyOptions) {
       response_code: attempt.response_code === null ? null : Number(attempt.response_code),
       attempted_at: String(attempt.attempted_at),
       body_sha256: String(attempt.body_sha256),
+      // a replayed delivery's leaf names the delivery it replays (v 2); the record shows it, or the evidence answer does
+      replay_of: replayOfRecord(delivery, evidence),
     }),
   );
   if (rebuilt.toString('hex') !== evidence.leaf_hash) {

@@ -9,6 +9,7 @@ import { readRunFile } from '../infra/local';
 import { checkHealth } from './health';
 import { destinationsCommand, DESTINATIONS_USAGE } from './destinations';
 import { searchDeliveries } from './search';
+import { replaysCommand, REPLAYS_USAGE } from './replays';
 
 /** The options of `evidence verify`, from its arguments and the environment. */
 function evidenceOptions(rest: string[], values: Record<string, string | string[] | boolean | undefined>): VerifyOptions {
@@ -49,7 +50,8 @@ const USAGE = `usage:
                  (each process's /readyz; exit 1 unless every one is ready; default: the API beside \`npm start\`)
   npm run cli -- search [--status s] [--destination id] [--event-type t] [--from t] [--to t] [--http-status 500|5xx] [--text q] [--limit n] [--cursor c]
                  (delivery attempts, newest first, as GET /v1/tenants/{tenant}/deliveries; --tenant or HOOKLINE_TENANT, key in HOOKLINE_API_KEY)
-${DESTINATIONS_USAGE}`;
+${DESTINATIONS_USAGE}
+${REPLAYS_USAGE}`;
 
 async function main(argv: string[]): Promise<void> {
   if (argv[0] === 'destinations' && !argv.includes('--help') && !argv.includes('-h')) return void process.stdout.write(`${JSON.stringify(await destinationsCommand(argv.slice(1)))}\n`);
@@ -70,11 +72,12 @@ async function main(argv: string[]): Promise<void> {
       state: { type: 'string' },
       'verifier-key': { type: 'string' },
       url: { type: 'string', multiple: true },
-      help: { type: 'boolean', short: 'h' },
-      status: { type: 'string' },
-      'event-type': { type: 'string' },
       from: { type: 'string' },
       to: { type: 'string' },
+      status: { type: 'string' },
+      'event-type': { type: 'string' },
+      wait: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
       'http-status': { type: 'string' },
       text: { type: 'string' },
       limit: { type: 'string' },
@@ -90,6 +93,7 @@ async function main(argv: string[]): Promise<void> {
     process.stdout.write(`${JSON.stringify(result)}\n`);
     return;
   }
+  if (positionals[0] === 'replays') return replaysCommand(positionals.slice(1), values, (line) => process.stdout.write(`${line}\n`));
   if (positionals.length === 1 && positionals[0] === 'health') {
     const urls = values.url ?? [];
     if (urls.length === 0) {

@@ -71,6 +71,8 @@ export interface Config {
   idempotencyTtlSeconds: number;
   /** A process records an API key's last use at most once per this many seconds. */
   apiKeyLastUsedIntervalSeconds: number;
+  /** Replayed deliveries queued per second by all replay jobs of the deployment together. */
+  replayRatePerS: number;
   rateLimits: RateLimits;
   /** Webhooks a Hook URL, and all Hook URLs of one tenant, accept; `null` is off. */
   ingestRateLimits: { perHook: RateLimit | null; perTenant: RateLimit | null; timeoutMs: number };
@@ -370,6 +372,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     ingestLingerMs: r.integer('INGEST_LINGER_MS', 0, 0, 1_000),
     idempotencyTtlSeconds: r.integer('IDEMPOTENCY_TTL_SECONDS', 86_400, 1, 30 * 86_400),
     apiKeyLastUsedIntervalSeconds: r.integer('API_KEY_LAST_USED_INTERVAL_SECONDS', 60, 1, 86_400),
+    replayRatePerS: r.integer('REPLAY_RATE_PER_S', 100, 1, 100_000),
     rateLimits: r.rateLimits('RATE_LIMITS', 'default=600/60s'),
     ingestRateLimits: {
       perHook: r.rateLimit('INGEST_RATE_LIMIT_PER_HOOK', '500/1s'),
@@ -510,6 +513,7 @@ export const SETTINGS: SettingDoc[] = [
   { env: 'MAX_SAVED_PAYLOADS_PER_TENANT', default: '10000', unit: 'saved payloads', description: 'Most saved payloads one tenant may hold; one more is 403 quota-exceeded.' },
   { env: 'MAX_API_KEYS_PER_TENANT', default: '100', unit: 'API keys', description: 'Most usable (not revoked, not expired) API keys one tenant may hold; one more is 403 quota-exceeded from the API, and `keys create` refuses it. Retired keys stay listed up to the same number, the oldest deleted first.' },
   { env: 'API_KEY_LAST_USED_INTERVAL_SECONDS', default: '60', unit: 'seconds', description: 'An API process records a key\'s `last_used_at` in Redis at most once per this interval per key (not on every request), so the time shown is accurate to about it.' },
+  { env: 'REPLAY_RATE_PER_S', default: '100', unit: 'deliveries/s', description: 'Replayed deliveries all replay jobs of the deployment queue together per second (a token bucket in Redis shared by every API process), so that a replay cannot crowd out live deliveries. 1 to 100000.' },
   { env: 'DISABLED_WRITE_GROUPS', default: '(empty)', unit: 'list of write scopes', description: 'Write groups switched off, e.g. `write:destinations`: their routes answer 403 write-tool-disabled with `tool_group`.' },
   { env: 'EVIDENCE_SIGNING_KEY', default: 'unset: generated', unit: 'note signer key', description: 'Ed25519 key that signs the evidence checkpoints, as `PRIVATE+KEY+<origin>+<key id>+<base64>` (the C2SP signed-note / Go `note` format); its name is the log\'s origin. Unset, one is generated on first start and kept in `DATA_DIR/evidence/signing-key`. Processes split by stage must share it: a process that runs the api or evidence stage but not every stage refuses to start without it, and a process without it whose generated key did not sign the deployment\'s log (its newest checkpoint names the key) refuses to start too.' },
   { env: 'EVIDENCE_ORIGIN', default: 'hookline/evidence/<random>', unit: 'string', description: 'Origin (first checkpoint line and key name) given to a generated signing key.' },

@@ -11,6 +11,15 @@
  *
  * That is the RFC 8785 (JCS) form of the object, and also what JSON.stringify gives for it
  * with its keys sorted, since every value is a string, a small integer or null.
+ *
+ * An attempt of a replayed delivery (one queued again by a replay job, a retry or `dlq replay`)
+ * names the delivery it replays: its leaf has one more member, `replay_of`, and `v` is 2:
+ *
+ *   {"attempt_number":1,…,"event_id":"evt_…","replay_of":"dlv_<original>","response_code":200,
+ *    "status":"delivered","tenant_id":"acme","v":2}
+ *
+ * Every other leaf keeps the v 1 form byte for byte (no `replay_of` member at all, not null), so
+ * leaves sealed before replays were linked, and their proofs, stay as they were.
  */
 export interface LeafFields {
   tenant_id: string;
@@ -24,11 +33,17 @@ export interface LeafFields {
   attempted_at: string;
   /** SHA-256 of the delivered body, lowercase hex. */
   body_sha256: string;
+  /** The delivery this attempt's delivery replays; null or absent: a v 1 leaf. */
+  replay_of?: string | null;
 }
 
 export const LEAF_FORMAT_VERSION = 1;
+/** The form of a leaf that names the delivery it replays. */
+export const REPLAY_LEAF_FORMAT_VERSION = 2;
 
 export function leafBytes(f: LeafFields): Buffer {
+  const replayOf = f.replay_of ?? null;
+  // members in code-point order; `replay_of` sorts between event_id and response_code
   const canonical = {
     attempt_number: f.attempt_number,
     attempted_at: f.attempted_at,
@@ -36,10 +51,11 @@ export function leafBytes(f: LeafFields): Buffer {
     delivery_id: f.delivery_id,
     destination_id: f.destination_id,
     event_id: f.event_id,
+    ...(replayOf === null ? {} : { replay_of: replayOf }),
     response_code: f.response_code,
     status: f.status,
     tenant_id: f.tenant_id,
-    v: LEAF_FORMAT_VERSION,
+    v: replayOf === null ? LEAF_FORMAT_VERSION : REPLAY_LEAF_FORMAT_VERSION,
   };
   return Buffer.from(JSON.stringify(canonical), 'utf8');
 }

@@ -140,6 +140,13 @@ export interface ReplayJob {
   delivered: number;
   failed: number;
   error: string | null;
+  /** Matches passed over: their event is not stored, or its body no longer matches its SHA-256. */
+  skipped?: number;
+  /**
+   * Where the job resumes: matches are queued in (attempted_at, delivery_id) order, and every one
+   * up to `after_ms`/`after_id` is queued; `done` once all are. Absent before the first batch.
+   */
+  resume?: { after_ms: number; after_id: string; done: boolean } | null;
   /** The API key that started the job. */
   created_by: string;
   created_at: string;

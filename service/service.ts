@@ -3,6 +3,8 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { ClickHouseClient } from '@clickhouse/client';
 import { Redis } from 'ioredis';
+import { ReplayMatches } from '../platform/replay/job-matches';
+import { startReplayJobs } from '../platform/replay/job-runner';
 import type { Kafka, Producer } from 'kafkajs';
 import { createApp, type ApiServices } from '../api/app';
 import type { BuildInfo } from '../api/routes/health';
@@ -344,6 +346,7 @@ export async function startService(config: Config, log = new Logger(config.logLe
         health: probe,
       },
     };
+    if (services && has('api')) startReplayJobs({ store, matches: new ReplayMatches(services.clickhouse, config.clickhouseDatabase), replay: services.replay, redis, prefix: config.topicPrefix, ratePerS: config.replayRatePerS, log }, cleanups);
     connections.ready = true;
     log.info('service ready', { url, stages: config.stages, data_dir: config.dataDir });
 

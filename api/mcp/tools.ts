@@ -102,6 +102,34 @@ function receiptOf(signedNote: string) {
 function proofIds(ids: readonly { id: string }[]): Json {
   return { type: 'array', items: { type: 'string', enum: ids.map((p) => p.id) }, uniqueItems: true, description: 'Only these proofs (default: all).' };
 }
+/** Replay jobs (as /v1/tenants/{tenant_id}/replays). */
+const REPLAY_TOOLS: ToolSpec[] = [
+  {
+    name: 'start_replay', title: 'Start a replay job', group: 'write:replays', scope: 'write:replays',
+    description: 'Delivers again, in the background, every delivery whose latest attempt falls in [from, to) and ended (delivered, or failed for good), optionally of one destination, final status or event type; each as a new delivery linked to the original (replay_of). Answers the running job.',
+    input: { body: 'ReplayCreate', properties: { idempotency_key: idempotencyKey } }, output: 'ReplayJob', annotations: { readOnlyHint: false, destructiveHint: false },
+    run: (d, c) => rest(d, c, 'POST', tenantPath(c, '/replays'), { body: bodyOf(c.args) }),
+  },
+  {
+    name: 'get_replay', title: 'Replay job progress', group: 'read', scope: 'read:replays',
+    description: 'One replay job: matched, replayed, delivered, failed and its status (as GET /v1/tenants/{tenant_id}/replays/{replay_id}).',
+    input: { properties: { replay_id: id('The replay job (rpl_...).') }, required: ['replay_id'] }, output: 'ReplayJob', annotations: { readOnlyHint: true },
+    run: (d, c) => rest(d, c, 'GET', tenantPath(c, `/replays/${enc(String(c.args.replay_id))}`)),
+  },
+  {
+    name: 'list_replays', title: 'Replay jobs of the tenant', group: 'read', scope: 'read:replays',
+    description: 'The tenant\'s replay jobs, oldest first, finished ones included (as GET /v1/tenants/{tenant_id}/replays).',
+    input: { properties: { limit, cursor } }, output: 'ReplayJobList', annotations: { readOnlyHint: true },
+    run: (d, c) => rest(d, c, 'GET', tenantPath(c, '/replays'), { query: { limit: c.args.limit, cursor: c.args.cursor } }),
+  },
+  {
+    name: 'cancel_replay', title: 'Cancel a replay job', group: 'write:replays', scope: 'write:replays',
+    description: 'Stops a running replay job from queuing more deliveries; those already queued still run. A finished job is refused (409).',
+    input: { properties: { replay_id: id('The replay job (rpl_...).'), idempotency_key: idempotencyKey }, required: ['replay_id'] }, output: 'ReplayJob', annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false },
+    run: (d, c) => rest(d, c, 'DELETE', tenantPath(c, `/replays/${enc(String(c.args.replay_id))}`)),
+  },
+];
+
 
 const ifMatch: Json = { type: 'string', minLength: 1, description: 'Sent as the If-Match header: the ETag the change is based on (`"<n>"`, or `*`); another current version refuses the change (412).' };
 const destinationId = id('The destination (dst_...).');
@@ -320,6 +348,7 @@ export const TOOLS: ToolSpec[] = [
     input: { body: 'SavedPayloadCreate', properties: { idempotency_key: idempotencyKey } }, output: 'SavedPayload', annotations: { readOnlyHint: false, destructiveHint: false },
     run: (d, c) => rest(d, c, 'POST', tenantPath(c, '/saved-payloads'), { body: bodyOf(c.args) }),
   },
+  ...REPLAY_TOOLS,
 ];
 
 function proofList(proofs: Awaited<ReturnType<Operations['runtimeProofs']>>, ids: unknown): Json {
@@ -328,3 +357,4 @@ function proofList(proofs: Awaited<ReturnType<Operations['runtimeProofs']>>, ids
   const count = (s: string) => chosen.filter((p) => p.status === s).length;
   return { proofs: chosen, summary: { pass: count('pass'), fail: count('fail'), unknown: count('unknown') }, measured_at: new Date().toISOString() };
 }
+

@@ -74,20 +74,21 @@ export async function deliveryEvidence(
       timestamp: leaf.sealed_at,
       attempt_number: leaf.attempt_number,
       leaf_index: leaf.leaf_index,
+      replay_of: leaf.replay_of ?? null,
       tree_size: checkpoint.tree_size,
       checkpoint: checkpointBody(checkpoint),
     };
   }
   // not sealed yet (or sealed, with its checkpoint still on its way): pending
   const rs = await clickhouse.query({
-    query: `SELECT delivery_id, attempt_number, event_id, destination_id, status, response_code, toString(attempted_at) AS attempted_at_text, body_sha256
+    query: `SELECT delivery_id, attempt_number, event_id, destination_id, status, response_code, toString(attempted_at) AS attempted_at_text, body_sha256, replay_of
             FROM ${database}.deliveries FINAL
             WHERE tenant_id = {tenant:String} AND delivery_id = {id:String} ${attempt === undefined ? '' : 'AND attempt_number = {attempt:UInt32}'}
             ORDER BY attempt_number DESC LIMIT 1`,
     query_params: { tenant: key.tenant_id, id: deliveryId, ...(attempt === undefined ? {} : { attempt }) },
     format: 'JSONEachRow',
   });
-  const row = (await rs.json<Omit<DeliveryRow, 'error_message'>>())[0];
+  const row = (await rs.json<Omit<DeliveryRow, 'error_message'> & { replay_of: string | null }>())[0];
   if (!row) throw new AppError('not-found', `delivery ${deliveryId}${attempt === undefined ? '' : ` attempt ${attempt}`} has no recorded outcome`);
   requireResourceOf(key, row.destination_id);
   const attemptedAt = isoFromClickHouse(row.attempted_at_text);
@@ -101,6 +102,7 @@ export async function deliveryEvidence(
     timestamp: attemptedAt,
     attempt_number: row.attempt_number,
     leaf_index: leaf?.leaf_index ?? null,
+    replay_of: row.replay_of ?? null,
     tree_size: null,
     checkpoint: null,
   };

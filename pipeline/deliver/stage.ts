@@ -159,6 +159,8 @@ export function deliverStage(deps: DeliverDeps): RecordStage<'DeliveryTask'> {
         error_message: null,
         body_sha256: createHash('sha256').update(task.body).digest('hex'),
         next_attempt_at: null,
+        replay_of: task.replay_of ?? null,
+        replay_job_id: task.replay_job_id ?? null,
       };
       if (!destination || destination.status !== 'active') {
         const reason = destination ? `the destination is ${destination.status}${destination.disabled_reason ? `: ${destination.disabled_reason}` : ''}` : 'the destination no longer exists';

@@ -51,6 +51,7 @@ export function pendingLeaf(o: DeliveryOutcome, partition: number, offset: numbe
     response_code: o.response_code,
     attempted_at: o.attempted_at,
     body_sha256: o.body_sha256,
+    replay_of: o.replay_of ?? null,
     source_partition: partition,
     source_offset: offset,
   };

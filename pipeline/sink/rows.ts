@@ -155,6 +155,7 @@ export function evidenceRows(b: EvidenceBatch) {
       attempted_at: chTime(l.attempted_at),
       body_sha256: l.body_sha256,
       leaf_hash: l.leaf_hash.toString('hex'),
+      replay_of: l.replay_of ?? null,
       first_tree_size: b.tree_size,
       sealed_at: sealedAt,
     })),

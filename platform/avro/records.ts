@@ -118,6 +118,8 @@ export interface SealedLeaf {
   response_code: number | null;
   attempted_at: number;
   body_sha256: string;
+  /** The delivery this one replays (absent from batches written before the field: read as null). */
+  replay_of?: string | null;
   leaf_index: number;
   leaf_hash: Buffer;
 }

@@ -24,6 +24,8 @@ export interface LeafRow {
   attempted_at: string;
   body_sha256: string;
   leaf_hash: string;
+  /** The delivery this attempt's delivery replays, or null. */
+  replay_of: string | null;
   /** ISO 8601 UTC with milliseconds. */
   sealed_at: string;
 }
@@ -77,7 +79,7 @@ export class EvidenceStore {
   async leaf(tenantId: string, deliveryId: string, attempt?: number): Promise<LeafRow | null> {
     const rows = await this.rows<Omit<LeafRow, 'leaf_index' | 'attempted_at' | 'sealed_at'> & { leaf_index: string; attempted_at_text: string; sealed_at_text: string }>(
       `SELECT tenant_id, delivery_id, attempt_number, leaf_index, event_id, destination_id, status, response_code,
-              toString(attempted_at) AS attempted_at_text, body_sha256, leaf_hash, toString(sealed_at) AS sealed_at_text
+              toString(attempted_at) AS attempted_at_text, body_sha256, leaf_hash, replay_of, toString(sealed_at) AS sealed_at_text
        FROM ${this.database}.evidence_leaves
        WHERE tenant_id = {tenant:String} AND delivery_id = {id:String} ${attempt === undefined ? '' : 'AND attempt_number = {attempt:UInt32}'}
        ORDER BY attempt_number DESC, leaf_index DESC LIMIT 1`,

@@ -35,34 +35,49 @@ export async function replayDelivery(deps: ReplayDeps, dead: DeliveryTask, reaso
   const claimed = await deps.redis.set(claimKey, deliveryId, 'EX', CLAIM_TTL_SECONDS, 'NX');
   if (claimed !== 'OK') return undefined;
   try {
-    const now = Date.now();
-    const task: DeliveryTask = { ...dead, delivery_id: deliveryId, attempt: 1, not_before: now, replay_of: dead.delivery_id };
-    const replayed: EventTransition = {
-      event_id: dead.event_id,
-      tenant_id: dead.tenant_id,
-      ingester_id: dead.ingester_id,
-      state: 'replayed',
-      at: now,
-      correlation_id: dead.correlation_id,
-      reason: `${reason}: replay of ${dead.delivery_id}`,
-      delivery_id: deliveryId,
-      destination_id: dead.destination_id,
-    };
-    const [taskValue, transitionValue] = await Promise.all([
-      deps.codec.encode(deps.topics.deliveryRequested, 'DeliveryTask', task),
-      deps.codec.encode(deps.topics.transitions, 'EventTransition', replayed),
-    ]);
-    const headers = deps.config ? { [CONFIG_VERSION_HEADER]: deps.config.version.toString() } : undefined;
-    await deps.producer.sendBatch({
-      acks: -1,
-      topicMessages: [
-        { topic: deps.topics.transitions, messages: [{ key: `${dead.tenant_id}/${dead.event_id}`, value: transitionValue, headers }] },
-        { topic: deps.topics.deliveryRequested, messages: [{ key: dead.destination_id, value: taskValue, headers }] },
-      ],
-    });
+    const task: DeliveryTask = { ...dead, delivery_id: deliveryId, attempt: 1, not_before: Date.now(), replay_of: dead.delivery_id };
+    await queueReplays(deps, [task], reason);
     return deliveryId;
   } catch (err) {
     await deps.redis.del(claimKey);
     throw err;
   }
+}
+
+/**
+ * Queues replayed deliveries, each already a new delivery (its own id, attempt 1, `replay_of` the
+ * delivery it repeats), with the `replayed` transition of each, all acknowledged by every in-sync
+ * replica before this returns. The tasks name this process's configuration version when it has one.
+ */
+export async function queueReplays(deps: Omit<ReplayDeps, 'redis' | 'prefix'>, tasks: readonly DeliveryTask[], reason: string): Promise<void> {
+  if (tasks.length === 0) return;
+  const now = Date.now();
+  const headers = deps.config ? { [CONFIG_VERSION_HEADER]: deps.config.version.toString() } : undefined;
+  const encoded = await Promise.all(
+    tasks.map(async (task) => {
+      const replayed: EventTransition = {
+        event_id: task.event_id,
+        tenant_id: task.tenant_id,
+        ingester_id: task.ingester_id,
+        state: 'replayed',
+        at: now,
+        correlation_id: task.correlation_id,
+        reason: `${reason}: replay of ${String(task.replay_of)}`,
+        delivery_id: task.delivery_id,
+        destination_id: task.destination_id,
+      };
+      const [taskValue, transitionValue] = await Promise.all([
+        deps.codec.encode(deps.topics.deliveryRequested, 'DeliveryTask', task),
+        deps.codec.encode(deps.topics.transitions, 'EventTransition', replayed),
+      ]);
+      return { task, taskValue, transitionValue };
+    }),
+  );
+  await deps.producer.sendBatch({
+    acks: -1,
+    topicMessages: [
+      { topic: deps.topics.transitions, messages: encoded.map((e) => ({ key: `${e.task.tenant_id}/${e.task.event_id}`, value: e.transitionValue, headers })) },
+      { topic: deps.topics.deliveryRequested, messages: encoded.map((e) => ({ key: e.task.destination_id, value: e.taskValue, headers })) },
+    ],
+  });
 }

@@ -357,6 +357,23 @@ describe('MCP endpoint', () => {
     expect(history.changes.map((c: Json) => c.action)).toEqual(['secret_rotated', 'resumed', 'paused', 'updated', 'updated', 'created']);
     expect(JSON.stringify(history)).not.toContain(String(rotated.signing_secret));
   });
+  it('start_replay, get_replay, list_replays and cancel_replay drive replay jobs through the REST rules', async () => {
+    const range = { from: '2020-01-01T00:00:00Z', to: '2020-01-02T00:00:00Z' };
+    // cancelled while running (a runner picks a new job up within a second: a lost race is tried again)
+    let cancelled: Json | undefined;
+    for (let i = 0; i < 3 && cancelled === undefined; i++) {
+      const started = await ok('start_replay', range);
+      expect(started).toMatchObject({ id: expect.stringMatching(/^rpl_/), status: 'running', matched: 0 });
+      // a job finished before the cancel answers 409: start another
+      cancelled = await ok('cancel_replay', { replay_id: started.id }).catch(() => undefined);
+    }
+    expect(cancelled).toMatchObject({ status: 'cancelled' });
+    expect(problemOf(await call('cancel_replay', { replay_id: cancelled!.id }))).toMatchObject({ status: 409 });
+    expect(await ok('get_replay', { replay_id: cancelled!.id })).toMatchObject({ id: cancelled!.id, status: 'cancelled' });
+    expect(problemOf(await call('get_replay', { replay_id: 'rpl_01j9zx5w3k8f6t2q4r7m1n0bcd' }))).toMatchObject({ status: 404 });
+    expect((await ok('list_replays', { limit: 200 })).replays.map((j: Json) => j.id)).toContain(cancelled!.id);
+    expect(problemOf(await call('start_replay', { from: range.to, to: range.from }))).toMatchObject({ status: 422 });
+  }, 30_000);
 
   it('called every tool successfully, each result valid under its output schema', () => {
     expect([...succeeded].sort()).toEqual(TOOLS.map((t) => t.name).sort());

@@ -32,6 +32,8 @@ import { AvroCodec } from '../../platform/avro/codec';
 import { issueApiKey } from '../../platform/config-store/tenants';
 import { BatchingProducer } from '../../platform/kafka/batching-producer';
 import { RedisNameClaims } from '../../platform/redis/name-claims';
+import { replaysRouter } from '../../api/routes/replays';
+import { ReplayMatches } from '../../platform/replay/job-matches';
 import { healthProbe } from '../../service/health';
 import { buildInfo } from '../../service/service';
 import { startReceiver, type Receiver } from '../support/receiver';
@@ -59,6 +61,7 @@ const MISSING: Record<string, string> = {
   event_id: `evt_${ULID}`,
   payload_id: `pld_${ULID}`,
   key_id: `key_${ULID}`,
+  replay_id: `rpl_${ULID}`,
 };
 
 interface Answer {
@@ -300,6 +303,7 @@ describe('OpenAPI document', () => {
   let payloadId = '';
   let deadEventId = '';
   let deadDeliveryId = '';
+  let replayId = '';
 
   const base = () => `/v1/tenants/${svc.tenantId}`;
   const log = new Logger('error');
@@ -495,7 +499,7 @@ describe('OpenAPI document', () => {
         if (isObject(op.requestBody)) expect(isObject(op.requestBody.content)).toBe(true);
       }
     }
-    expect(operationIds.size).toBe(44);
+    expect(operationIds.size).toBe(48);
   });
 
   it('documents every route the express app registers, with the scope each route checks', async () => {
@@ -517,6 +521,7 @@ describe('OpenAPI document', () => {
       ['/saved-payloads', savedPayloadsRouter(store)],
       ['/api-keys', apiKeysRouter(store, undefined)],
       ['/logs', logsRouter(svc.clickhouse, db)],
+      ['/replays', replaysRouter(store, new ReplayMatches(svc.clickhouse, db), lockedRedis, 'unused.')],
       ['/evidence', evidenceRouter(new EvidenceStore(svc.clickhouse, db), svc.clickhouse, db)],
       ['/evidence-log', evidenceLogRouter(new EvidenceStore(svc.clickhouse, db), svc.service.evidenceLog!)],
     ];
@@ -791,6 +796,41 @@ describe('OpenAPI document', () => {
     expectProblem(await call('revokeApiKey', { key_id: MISSING.key_id! }), 404, 'not-found');
   });
 
+  it('replays', async () => {
+    // a range long past: nothing matches, the job completes as soon as a runner looks at it
+    const range = { from: '2020-01-01T00:00:00Z', to: '2020-01-02T00:00:00Z' };
+    const started = await call('createReplay', {}, { json: range });
+    expect(started.status).toBe(202);
+    replayId = String(bodyOf(started).id);
+    expect(started.headers.location).toBe(`${base()}/replays/${replayId}`);
+    expect(bodyOf(started)).toMatchObject({ status: 'running', matched: 0, filter: { from: '2020-01-01T00:00:00.000Z', to: '2020-01-02T00:00:00.000Z', destination_id: null, status: null, event_type: null } });
+    expect(fields(await call('createReplay', {}, { json: { ...range, other: 1 } }))).toEqual(['other']);
+    expect(fields(await call('createReplay', {}, { json: { from: 'soon', to: range.to } }))).toEqual(['from']);
+    expect(fields(await call('createReplay', {}, { json: { from: range.to, to: range.from } }))).toEqual(['to']);
+    expect((await call('createReplay', {}, { json: { ...range, destination_id: MISSING.destination_id } })).status).toBe(422);
+    expectProblem(await call('createReplay', {}, { key: limitedKey, json: { ...range, destination_id: destA } }), 403, 'permission-denied', { resource_id: destA });
+
+    // cancelled while running (a runner picks a new job up within a second: a lost race is tried again)
+    let cancelled: Answer | undefined;
+    for (let i = 0; i < 3 && cancelled?.status !== 200; i++) {
+      const job = i === 0 ? replayId : String(bodyOf(await call('createReplay', {}, { json: range })).id);
+      cancelled = await call('cancelReplay', { replay_id: job });
+      if (cancelled.status === 200) replayId = job;
+    }
+    expect(bodyOf(cancelled!)).toMatchObject({ id: replayId, status: 'cancelled', finished_at: expect.any(String) });
+    expectProblem(await call('cancelReplay', { replay_id: replayId }), 409, 'conflict');
+    expectProblem(await call('cancelReplay', { replay_id: MISSING.replay_id! }), 404, 'not-found');
+    expectProblem(await call('cancelReplay', { replay_id: replayId }, { key: limitedKey }), 403, 'permission-denied');
+
+    expect(bodyOf(await call('getReplay', { replay_id: replayId }))).toMatchObject({ id: replayId, status: 'cancelled' });
+    expectProblem(await call('getReplay', { replay_id: MISSING.replay_id! }), 404, 'not-found');
+    expectProblem(await call('getReplay', { replay_id: replayId }, { key: limitedKey }), 403, 'permission-denied');
+    const page = await call('listReplays', {}, { query: 'limit=1' });
+    expect((bodyOf(page).replays as Json[]).map((j) => j.id)).toHaveLength(1);
+    expect(fields(await call('listReplays', {}, { query: 'limit=0' }))).toEqual(['limit']);
+    expect(bodyOf(await call('listReplays', {}, { key: limitedKey })).replays).toEqual([]);
+  });
+
   let checkpointSize = 0;
   it('hooks, deliveries, retries and logs', async () => {
     // the first attempt to B fails, which is final with a one-attempt schedule; later ones succeed
@@ -1008,7 +1048,7 @@ describe('OpenAPI document', () => {
 
   it('answers 403 write-tool-disabled for disabled write groups and 429 over the rate limit', async () => {
     for (const o of tenantOperations()) {
-      const params = isWrite(o) ? missingParams(o) : { ...missingParams(o), destination_id: destA, ingester_id: ingGeneric, flow_id: flowId, delivery_id: deadDeliveryId, payload_id: payloadId, key_id: keyIdOf(svc.apiKey)! };
+      const params = isWrite(o) ? missingParams(o) : { ...missingParams(o), destination_id: destA, ingester_id: ingGeneric, flow_id: flowId, delivery_id: deadDeliveryId, payload_id: payloadId, key_id: keyIdOf(svc.apiKey)!, replay_id: replayId };
       // the consistency route needs the size of a checkpoint that exists
       const query = o.operationId === 'getConsistencyProof' ? { query: `from=${checkpointSize}` } : {};
       const options = { target: locked.url, ...query, ...(isWrite(o) ? { json: {} } : {}) };

@@ -167,7 +167,7 @@ describe('delivery evidence', () => {
     const r = await svc.api('GET', `${base()}/evidence/${deliveryId}`);
     expect(r.status).toBe(200);
     const expected = leafBytes({ ...row, attempted_at: '2026-11-22T10:00:00.123Z' });
-    expect(r.body).toEqual({ delivery_id: deliveryId, status: 'pending', integrity_root: null, inclusion_proof: [], leaf_hash: leafHash(expected).toString('hex'), timestamp: '2026-11-22T10:00:00.123Z', attempt_number: 1, leaf_index: null, tree_size: null, checkpoint: null });
+    expect(r.body).toEqual({ delivery_id: deliveryId, status: 'pending', integrity_root: null, inclusion_proof: [], leaf_hash: leafHash(expected).toString('hex'), timestamp: '2026-11-22T10:00:00.123Z', attempt_number: 1, leaf_index: null, replay_of: null, tree_size: null, checkpoint: null });
   });
 
   it('shows a tenant only its own deliveries, and a limited key only its destinations', async () => {

@@ -126,7 +126,9 @@ describe('route', () => {
 describe('evidence leaves and the delay tiers', () => {
   it('makes an outcome a leaf with its place in deliveries.completed', () => {
     const outcome = { tenant_id: T, delivery_id: 'dlv_1', event_id: 'evt_1', destination_id: 'dst_a', correlation_id: 'cor_1', attempt_number: 2, status: 'delivered', response_code: 200, attempted_at: 5, body_sha256: 'ab', duration_ms: 3, error_message: null, next_attempt_at: null } as DeliveryOutcome;
-    expect(pendingLeaf(outcome, 2, 41)).toEqual({ tenant_id: T, delivery_id: 'dlv_1', event_id: 'evt_1', destination_id: 'dst_a', correlation_id: 'cor_1', attempt_number: 2, status: 'delivered', response_code: 200, attempted_at: 5, body_sha256: 'ab', source_partition: 2, source_offset: 41 });
+    expect(pendingLeaf(outcome, 2, 41)).toEqual({ tenant_id: T, delivery_id: 'dlv_1', event_id: 'evt_1', destination_id: 'dst_a', correlation_id: 'cor_1', attempt_number: 2, status: 'delivered', response_code: 200, attempted_at: 5, body_sha256: 'ab', replay_of: null, source_partition: 2, source_offset: 41 });
+    // a replayed delivery's leaf names the delivery it replays
+    expect(pendingLeaf({ ...outcome, replay_of: 'dlv_0' }, 2, 42)).toMatchObject({ replay_of: 'dlv_0', source_offset: 42 });
   });
 
   it('sends a task that has waited enough on to delivery, else into the longest tier that does not overshoot', () => {
