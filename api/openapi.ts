@@ -250,6 +250,7 @@ function filterSchemas(): Json {
         rule('body', ['equals', 'not_equals'], { path: bodyPath, value: schema('JsonScalar') }),
         rule('body', ['in'], { path: bodyPath, values: list(schema('JsonScalar')) }),
         rule('body', PRESENCE_OPS, { path: bodyPath }),
+        rule('body', ['matches'], { path: bodyPath, pattern: { type: 'string', minLength: 1, maxLength: MAX_PATTERN_LENGTH, description: `An RE2 regular expression matched against the string at \`path\` (any other value fails), in time linear in its length. Same bounds as header patterns: more than ${MAX_PROGRAM_SIZE} instructions, or ${MAX_TOTAL_PROGRAM_SIZE} for all patterns of the list, answers 422 naming it.` } }),
       ],
     },
     AnyRule: {
