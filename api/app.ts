@@ -32,6 +32,7 @@ import { InProcessApi } from './mcp/probe';
 import { mcpHandler, toolCatalogue, type ListedTool } from './mcp/server';
 import { mcpRouter } from './routes/mcp';
 import { apiKeysRouter } from './routes/api-keys';
+import { eventTypesRouter } from './routes/event-types';
 import { KeyUsage } from '../platform/redis/key-usage';
 
 /** What the API needs once the service is up. */
@@ -205,6 +206,7 @@ export function createApp(options: ApiOptions): Express {
         tenant.use('/delivery-flows', flowsRouter(s.store, s.maxFanout, s.quotas));
         tenant.use('/saved-payloads', savedPayloadsRouter(s.store, s.quotas));
         tenant.use('/api-keys', apiKeysRouter(s.store, usageOf(s), s.quotas));
+        tenant.use('/event-types', eventTypesRouter(s.store, s.claims, s.quotas));
         tenant.use('/logs', logsRouter(s.clickhouse, s.clickhouseDatabase));
         tenant.use('/evidence', evidenceRouter(s.evidence, s.clickhouse, s.clickhouseDatabase));
         tenant.use('/evidence-log', evidenceLogRouter(s.evidence, s.evidenceLog));

@@ -15,6 +15,7 @@ import { DEFAULT_LIMIT, MAX_LIMIT } from './paging';
 import { DELIVERY_STATUSES } from './routes/deliveries';
 import { MAX_PAYLOAD_BYTES } from './routes/saved-payloads';
 import { MAX_KEY_LIFETIME_DAYS, MAX_KEY_RESOURCES } from './routes/api-keys';
+import { eventTypePaths, eventTypeSchemas } from './openapi-event-types';
 
 /**
  * The OpenAPI 3.1 description of the HTTP API as the code implements it today. Enumerations and
@@ -637,6 +638,7 @@ function schemas(errorBase: string): Json {
       additionalProperties: false,
     },
     SavedPayloadList: listOf('saved_payloads', 'SavedPayload', 'by id (creation time), oldest first'),
+    ...eventTypeSchemas({ schema, typedId, nullable, shownBack, listOf }),
     ...apiKeySchemas(),
 
     LogLevel: { type: 'string', enum: [...LOG_LEVELS] },
@@ -974,6 +976,7 @@ function parameters(): Json {
     EventId: pathId('event_id', 'event', 'event'),
     SavedPayloadId: pathId('payload_id', 'saved payload', 'savedPayload'),
     ApiKeyId: pathId('key_id', 'API key', 'apiKey'),
+    EventTypeId: pathId('event_type_id', 'event type', 'eventType'),
     Limit: { name: 'limit', in: 'query', required: false, description: `Items per page, an integer from 1 to ${MAX_LIMIT} (400 otherwise).`, schema: { type: 'integer', minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT } },
     Cursor: {
       name: 'cursor',
@@ -1057,7 +1060,7 @@ function responses(): Json {
 
 type Forbidden = 'ForbiddenRead' | 'ForbiddenReadResource' | 'ForbiddenWrite' | 'ForbiddenWriteResource' | 'ForbiddenCreate' | 'ForbiddenCreateResource';
 
-interface TenantOperation {
+export interface TenantOperation {
   operationId: string;
   summary: string;
   description: string;
@@ -1302,6 +1305,7 @@ function tenantPaths(): Json {
         success: { '200': ok('The revoked key.', 'ApiKey') }, forbidden: 'ForbiddenWriteResource', notFound: 'no such API key', conflict: 'IdempotencyConflict',
       }),
     },
+    ...eventTypePaths({ P, T, tenant, idParam, tenantOperation, ok, created, noContent, jsonBody, listParams, pagingNote }),
     [`${P}/evidence/{delivery_id}`]: {
       parameters: [tenant, idParam('DeliveryId')],
       get: tenantOperation({
@@ -1589,6 +1593,7 @@ export function openApiDocument(options: { errorBase: string; serverUrl?: string
       { name: 'Events', description: 'Operations on received events.' },
       { name: 'Saved payloads', description: 'Named JSON payloads a tenant keeps.' },
       { name: 'API keys', description: 'The tenant\'s API keys: issue, list, revoke.' },
+      { name: 'Event types', description: 'The tenant\'s catalogue of event types, with the JSON Schema of each payload: what destinations subscribe to.' },
       { name: 'Logs', description: 'The tenant\'s pipeline log.' },
       { name: 'Evidence', description: 'The verifiable log of delivery outcomes: inclusion proofs, signed checkpoints, consistency proofs.' },
       { name: 'Evidence surface', description: 'The read-oriented surface under /v1/mcp: the MCP endpoint, planes, delivery status, evidence and logs by resource, all measured live.' },
