@@ -39,6 +39,7 @@ export function eventTypeSchemas(h: SchemaHelpers): Json {
     EventTypeReplace: {
       type: 'object',
       description: 'The new description and schema; an absent one becomes null. `name` may be sent back as it is (GET-then-PUT), a different one answers 422: subscriptions name event types by name. Any other member than those a GET shows is refused (400).',
+      required: [],
       additionalProperties: false,
       properties: { ...h.shownBack(['id', 'created_at', 'updated_at']), ...members },
     },
