@@ -7,6 +7,7 @@ import { dlqReplay } from './dlq';
 import { DEFAULT_STATE_FILE, verifyDeliveryEvidence, type VerifyOptions } from './evidence';
 import { readRunFile } from '../infra/local';
 import { checkHealth } from './health';
+import { eventTypesCommand } from './event-types';
 
 /** The options of `evidence verify`, from its arguments and the environment. */
 function evidenceOptions(rest: string[], values: Record<string, string | string[] | boolean | undefined>): VerifyOptions {
@@ -43,6 +44,9 @@ const USAGE = `usage:
   npm run cli -- secrets rotate
   npm run cli -- evidence verify <delivery id> --tenant <id> [--attempt <n>] [--api-url <url>] [--state <file>] [--verifier-key <key>]
                  (the API key comes from HOOKLINE_API_KEY)
+  npm run cli -- event-types list|get <id>|delete <id> [--tenant <id>] [--api-url <url>]
+  npm run cli -- event-types create --name <name> [--description <text>] [--schema <file.json>] [--tenant <id>] [--api-url <url>]
+                 (the API key comes from HOOKLINE_API_KEY; the tenant from --tenant or HOOKLINE_TENANT)
   npm run cli -- health [--url <process base URL> ...]
                  (each process's /readyz; exit 1 unless every one is ready; default: the API beside \`npm start\`)`;
 
@@ -64,6 +68,8 @@ async function main(argv: string[]): Promise<void> {
       state: { type: 'string' },
       'verifier-key': { type: 'string' },
       url: { type: 'string', multiple: true },
+      description: { type: 'string' },
+      schema: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -74,6 +80,10 @@ async function main(argv: string[]): Promise<void> {
   if (positionals[0] === 'evidence' && positionals[1] === 'verify') {
     const result = await verifyDeliveryEvidence(evidenceOptions(positionals.slice(2), values));
     process.stdout.write(`${JSON.stringify(result)}\n`);
+    return;
+  }
+  if (positionals[0] === 'event-types') {
+    process.stdout.write(`${JSON.stringify(await eventTypesCommand(positionals.slice(1), values))}\n`);
     return;
   }
   if (positionals.length === 1 && positionals[0] === 'health') {
