@@ -3,6 +3,12 @@ import type { Destination } from '../../core/model';
 import { eventTypesProblems, subscribesTo } from '../../core/subscriptions';
 import { evaluateFilters, filterContext, type FilterInput } from '../../pipeline/filter/evaluate';
 import { subscribed } from '../../pipeline/route/subscriptions';
+import { routeStage } from '../../pipeline/route/stage';
+import { checkWrites, type StageContext } from '../../pipeline/runtime/stage';
+import { topicNames } from '../../core/topics';
+import type { DeliveryFlow } from '../../core/model';
+import type { DeliveryTask, WebhookEvent } from '../../platform/avro/records';
+import { Logger } from '../../core/log';
 
 const now = new Date(0).toISOString();
 function destination(over: Partial<Destination> = {}): Destination {
@@ -125,5 +131,49 @@ describe('subscribed', () => {
 
   it('keeps every event from a destination whose stored filter no longer parses', () => {
     expect(subscribed(destination({ filter: [{ type: 'nope' }] }), 'x', filterContext(paid))).toMatchObject({ invalid: true, reason: expect.stringMatching(/^the stored filter is invalid: filter\[0\]\.type/) });
+  });
+});
+
+describe('routing with subscriptions', () => {
+  const topics = topicNames('s.');
+  const lines: { level: string; msg: string; fields: Record<string, unknown> }[] = [];
+  class Recording extends Logger {
+    override debug(msg: string, fields: Record<string, unknown> = {}) { lines.push({ level: 'debug', msg, fields }); }
+    override warn(msg: string, fields: Record<string, unknown> = {}) { lines.push({ level: 'warn', msg, fields }); }
+  }
+  const ctx: StageContext = { log: new Recording('debug'), position: { partition: 0, offset: '1' }, source: { topic: 'in', key: Buffer.from('k'), value: Buffer.from('v') }, configVersion: 0n };
+  const webhook = (type: string | null, json: unknown): WebhookEvent => ({
+    event_id: 'evt_1', tenant_id: 't', ingester_id: 'ing_1', correlation_id: 'cor_1', received_at: 1_790_000_000_000, method: 'POST', query: '',
+    headers: [], content_type: 'application/json', body: Buffer.from(JSON.stringify(json)), source_ip: null, event_type: type, hops: 0,
+  });
+  const dests = [
+    destination({ id: 'dst_all' }),
+    destination({ id: 'dst_invoices', event_types: ['invoice.*'], filter: [{ type: 'body', path: 'amount', op: 'in', values: [1, 2] }] }),
+    destination({ id: 'dst_none', event_types: [] }),
+    destination({ id: 'dst_broken', filter: [{ type: 'no-such-rule' }] }),
+  ];
+  const flow: DeliveryFlow = { kind: 'flow', id: 'flw_1', tenant_id: 't', name: 'f', ingester_id: 'ing_1', destination_ids: dests.map((d) => d.id), created_at: now, updated_at: now };
+  const stage = routeStage(topics, { list: () => [flow, { ...flow, id: 'flw_2' }], get: (_k, _t, id) => dests.find((d) => d.id === id) }, 50);
+  const route = async (e: WebhookEvent) => {
+    lines.length = 0;
+    const outs = await stage.handle(e, ctx);
+    checkWrites(stage, outs);
+    return outs.map((o) => (o.value as DeliveryTask).destination_id);
+  };
+
+  it('makes a task only for the destinations that subscribe, logging the others at debug and a broken filter as a warning', async () => {
+    expect(await route(webhook('invoice.paid', { amount: 1 }))).toEqual(['dst_all', 'dst_invoices']);
+    expect(lines.filter((l) => l.level === 'debug').map((l) => l.fields.destination_id)).toEqual(['dst_none']);
+    expect(lines.filter((l) => l.level === 'warn').map((l) => l.fields.destination_id)).toEqual(['dst_broken']);
+    expect(await route(webhook('invoice.paid', { amount: 3 }))).toEqual(['dst_all']);
+    expect(lines.find((l) => l.fields.destination_id === 'dst_invoices')).toMatchObject({ level: 'debug', fields: { rule_index: 0, reason: expect.stringMatching(/not in/) } });
+    expect(await route(webhook(null, { amount: 1 }))).toEqual(['dst_all']);
+  });
+
+  it('goes no further, at debug level, when no destination subscribes', async () => {
+    const only = routeStage(topics, { list: () => [{ ...flow, destination_ids: ['dst_none'] }], get: (_k, _t, id) => dests.find((d) => d.id === id) }, 50);
+    lines.length = 0;
+    expect(await only.handle(webhook('x', {}), ctx)).toEqual([]);
+    expect(lines.map((l) => l.level)).toEqual(['debug', 'debug']);
   });
 });
