@@ -37,9 +37,7 @@ export function schemaProblems(schema: Record<string, unknown>, field = 'schema'
   if (schema.$schema !== undefined && schema.$schema !== JSON_SCHEMA_2020_12) return [{ field: `${field}.$schema`, message: `must be ${JSON_SCHEMA_2020_12} (or absent)` }];
   const remote = remoteRefs(schema, field);
   if (remote.length > 0) return remote;
-  // a fresh validator per schema: nothing of one tenant's schema ($id, $anchor) stays for another's
-  const ajv = new Ajv2020({ strict: false, allErrors: true, logger: false, code: { regExp: re2Engine } });
-  addFormats(ajv);
+  const ajv = validator();
   if (!ajv.validateSchema(schema)) {
     // one problem per member: a keyword's alternatives each complain about the same value
     const seen = new Set<string>();
@@ -52,8 +50,23 @@ export function schemaProblems(schema: Record<string, unknown>, field = 'schema'
     ajv.compile(schema);
   } catch (err) {
     return [{ field, message: `does not compile: ${(err as Error).message}` }];
+  } finally {
+    // nothing of one tenant's schema (its $id, its compiled code) stays for the next one
+    ajv.removeSchema(schema);
+    if (typeof schema.$id === 'string') ajv.removeSchema(schema.$id);
   }
   return [];
+}
+
+let shared: Ajv2020 | undefined;
+
+/** One validator for all checks: building one (and its meta-schema) costs far more than a check. */
+function validator(): Ajv2020 {
+  if (!shared) {
+    shared = new Ajv2020({ strict: false, allErrors: true, logger: false, code: { regExp: re2Engine } });
+    addFormats(shared);
+  }
+  return shared;
 }
 
 /** `$ref`s and `$dynamicRef`s that leave the document: the service fetches nothing a tenant names. */
