@@ -228,7 +228,7 @@ function filterSchemas(): Json {
   const bodyPath: Json = { type: 'string', minLength: 1, maxLength: MAX_NAME_LENGTH, pattern: `^[^.]+(?:\\.[^.]+){0,${MAX_PATH_SEGMENTS - 1}}$`, description: `Dotted path into the JSON body, at most ${MAX_PATH_SEGMENTS} segments, like \`data.object.currency\`.` };
   return {
     FilterRule: {
-      description: `One condition of an ingester's filters; all rules of the list must pass. Unknown members are refused (400). At most ${MAX_RULES} rules per ingester, nested ones included; \`any\` nests at most ${MAX_DEPTH} levels. The rule language is described in docs/filters.md.`,
+      description: `One condition of an ingester's filters (or of a destination's subscription \`filter\`); all rules of the list must pass. Unknown members are refused (400). At most ${MAX_RULES} rules per ingester, nested ones included; \`any\` nests at most ${MAX_DEPTH} levels. The rule language is described in docs/filters.md.`,
       oneOf: [schema('EventTypeRule'), schema('HeaderRule'), schema('BodyRule'), schema('AnyRule')],
     },
     EventTypeRule: {
