@@ -35,6 +35,7 @@ import { mcpRouter } from './routes/mcp';
 import { apiKeysRouter } from './routes/api-keys';
 import { replaysRouter } from './routes/replays';
 import { ReplayMatches } from '../platform/replay/job-matches';
+import { eventTypesRouter } from './routes/event-types';
 import { KeyUsage } from '../platform/redis/key-usage';
 
 /** What the API needs once the service is up. */
@@ -211,6 +212,7 @@ export function createApp(options: ApiOptions): Express {
         tenant.use('/saved-payloads', savedPayloadsRouter(s.store, s.quotas));
         tenant.use('/api-keys', apiKeysRouter(s.store, usageOf(s), s.quotas));
         tenant.use('/replays', replaysRouter(s.store, new ReplayMatches(s.clickhouse, s.clickhouseDatabase), s.redis, s.redisPrefix));
+        tenant.use('/event-types', eventTypesRouter(s.store, s.claims, s.quotas));
         tenant.use('/logs', logsRouter(s.clickhouse, s.clickhouseDatabase));
         tenant.use('/evidence', evidenceRouter(s.evidence, s.clickhouse, s.clickhouseDatabase));
         tenant.use('/evidence-log', evidenceLogRouter(s.evidence, s.evidenceLog));

@@ -17,6 +17,7 @@ import { DELIVERY_STATUSES } from './routes/deliveries';
 import { MAX_PAYLOAD_BYTES } from './routes/saved-payloads';
 import { MAX_KEY_LIFETIME_DAYS, MAX_KEY_RESOURCES } from './routes/api-keys';
 import { MAX_REPLAY_MATCHES, MAX_REPLAY_RANGE_DAYS, MAX_RUNNING_REPLAYS } from './routes/replays';
+import { eventTypePaths, eventTypeSchemas } from './openapi-event-types';
 
 /**
  * The OpenAPI 3.1 description of the HTTP API as the code implements it today. Enumerations and
@@ -321,7 +322,7 @@ function filterSchemas(): Json {
   const bodyPath: Json = { type: 'string', minLength: 1, maxLength: MAX_NAME_LENGTH, pattern: `^[^.]+(?:\\.[^.]+){0,${MAX_PATH_SEGMENTS - 1}}$`, description: `Dotted path into the JSON body, at most ${MAX_PATH_SEGMENTS} segments, like \`data.object.currency\`.` };
   return {
     FilterRule: {
-      description: `One condition of an ingester's filters; all rules of the list must pass. Unknown members are refused (400). At most ${MAX_RULES} rules per ingester, nested ones included; \`any\` nests at most ${MAX_DEPTH} levels. The rule language is described in docs/filters.md.`,
+      description: `One condition of an ingester's filters (or of a destination's subscription \`filter\`); all rules of the list must pass. Unknown members are refused (400). At most ${MAX_RULES} rules per ingester, nested ones included; \`any\` nests at most ${MAX_DEPTH} levels. The rule language is described in docs/filters.md.`,
       oneOf: [schema('EventTypeRule'), schema('HeaderRule'), schema('BodyRule'), schema('AnyRule')],
     },
     EventTypeRule: {
@@ -344,6 +345,7 @@ function filterSchemas(): Json {
         rule('body', ['equals', 'not_equals'], { path: bodyPath, value: schema('JsonScalar') }),
         rule('body', ['in'], { path: bodyPath, values: list(schema('JsonScalar')) }),
         rule('body', PRESENCE_OPS, { path: bodyPath }),
+        rule('body', ['matches'], { path: bodyPath, pattern: { type: 'string', minLength: 1, maxLength: MAX_PATTERN_LENGTH, description: `An RE2 regular expression matched against the string at \`path\` (any other value fails), in time linear in its length. Same bounds as header patterns: more than ${MAX_PROGRAM_SIZE} instructions, or ${MAX_TOTAL_PROGRAM_SIZE} for all patterns of the list, answers 422 naming it.` } }),
       ],
     },
     AnyRule: {
@@ -781,6 +783,7 @@ function schemas(errorBase: string): Json {
       additionalProperties: false,
     },
     SavedPayloadList: listOf('saved_payloads', 'SavedPayload', 'by id (creation time), oldest first'),
+    ...eventTypeSchemas({ schema, typedId, nullable, shownBack, listOf }),
     ...apiKeySchemas(),
     ...replaySchemas(),
 
@@ -1136,6 +1139,7 @@ function parameters(): Json {
     SavedPayloadId: pathId('payload_id', 'saved payload', 'savedPayload'),
     ApiKeyId: pathId('key_id', 'API key', 'apiKey'),
     ReplayJobId: pathId('replay_id', 'replay job', 'replayJob'),
+    EventTypeId: pathId('event_type_id', 'event type', 'eventType'),
     Limit: { name: 'limit', in: 'query', required: false, description: `Items per page, an integer from 1 to ${MAX_LIMIT} (400 otherwise).`, schema: { type: 'integer', minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT } },
     Cursor: {
       name: 'cursor',
@@ -1228,7 +1232,7 @@ function responses(): Json {
 
 type Forbidden = 'ForbiddenRead' | 'ForbiddenReadResource' | 'ForbiddenWrite' | 'ForbiddenWriteResource' | 'ForbiddenCreate' | 'ForbiddenCreateResource';
 
-interface TenantOperation {
+export interface TenantOperation {
   operationId: string;
   summary: string;
   description: string;
@@ -1569,6 +1573,7 @@ function tenantPaths(): Json {
         conflict: { description: 'the job is no longer running (completed, cancelled or failed)' },
       }),
     },
+    ...eventTypePaths({ P, T, tenant, idParam, tenantOperation, ok, created, noContent, jsonBody, listParams, pagingNote }),
     [`${P}/evidence/{delivery_id}`]: {
       parameters: [tenant, idParam('DeliveryId')],
       get: tenantOperation({
@@ -1857,6 +1862,7 @@ export function openApiDocument(options: { errorBase: string; serverUrl?: string
       { name: 'Saved payloads', description: 'Named JSON payloads a tenant keeps.' },
       { name: 'API keys', description: 'The tenant\'s API keys: issue, list, revoke.' },
       { name: 'Replays', description: 'Delivering again, in the background, the deliveries of a time range.' },
+      { name: 'Event types', description: 'The tenant\'s catalogue of event types, with the JSON Schema of each payload: what destinations subscribe to.' },
       { name: 'Logs', description: 'The tenant\'s pipeline log.' },
       { name: 'Evidence', description: 'The verifiable log of delivery outcomes: inclusion proofs, signed checkpoints, consistency proofs.' },
       { name: 'Evidence surface', description: 'The read-oriented surface under /v1/mcp: the MCP endpoint, planes, delivery status, evidence and logs by resource, all measured live.' },

@@ -10,6 +10,7 @@ import { checkHealth } from './health';
 import { destinationsCommand, DESTINATIONS_USAGE } from './destinations';
 import { searchDeliveries } from './search';
 import { replaysCommand, REPLAYS_USAGE } from './replays';
+import { eventTypesCommand } from './event-types';
 
 /** The options of `evidence verify`, from its arguments and the environment. */
 function evidenceOptions(rest: string[], values: Record<string, string | string[] | boolean | undefined>): VerifyOptions {
@@ -46,6 +47,9 @@ const USAGE = `usage:
   npm run cli -- secrets rotate
   npm run cli -- evidence verify <delivery id> --tenant <id> [--attempt <n>] [--api-url <url>] [--state <file>] [--verifier-key <key>]
                  (the API key comes from HOOKLINE_API_KEY)
+  npm run cli -- event-types list|get <id>|delete <id> [--tenant <id>] [--api-url <url>]
+  npm run cli -- event-types create --name <name> [--description <text>] [--schema <file.json>] [--tenant <id>] [--api-url <url>]
+                 (the API key comes from HOOKLINE_API_KEY; the tenant from --tenant or HOOKLINE_TENANT)
   npm run cli -- health [--url <process base URL> ...]
                  (each process's /readyz; exit 1 unless every one is ready; default: the API beside \`npm start\`)
   npm run cli -- search [--status s] [--destination id] [--event-type t] [--from t] [--to t] [--http-status 500|5xx] [--text q] [--limit n] [--cursor c]
@@ -77,6 +81,8 @@ async function main(argv: string[]): Promise<void> {
       status: { type: 'string' },
       'event-type': { type: 'string' },
       wait: { type: 'boolean' },
+      description: { type: 'string' },
+      schema: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
       'http-status': { type: 'string' },
       text: { type: 'string' },
@@ -94,6 +100,10 @@ async function main(argv: string[]): Promise<void> {
     return;
   }
   if (positionals[0] === 'replays') return replaysCommand(positionals.slice(1), values, (line) => process.stdout.write(`${line}\n`));
+  if (positionals[0] === 'event-types') {
+    process.stdout.write(`${JSON.stringify(await eventTypesCommand(positionals.slice(1), values))}\n`);
+    return;
+  }
   if (positionals.length === 1 && positionals[0] === 'health') {
     const urls = values.url ?? [];
     if (urls.length === 0) {

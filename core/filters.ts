@@ -23,7 +23,8 @@ export type HeaderRule =
 export type BodyRule =
   | { type: 'body'; path: string; op: 'equals' | 'not_equals'; value: JsonScalar }
   | { type: 'body'; path: string; op: 'in'; values: JsonScalar[] }
-  | { type: 'body'; path: string; op: PresenceOp };
+  | { type: 'body'; path: string; op: PresenceOp }
+  | { type: 'body'; path: string; op: 'matches'; pattern: string };
 
 /** OR of its rules. */
 export interface AnyRule {
@@ -44,8 +45,8 @@ export const MAX_RULES = 50;
 export const MAX_DEPTH = 3;
 export const MAX_PATTERN_LENGTH = 256;
 /**
- * RE2 instructions of all `matches` patterns of one ingester together (core/regex.ts bounds each
- * one): the regex work on an event grows with their sum times the header bytes they read.
+ * RE2 instructions of all `matches` patterns of one rule list together (core/regex.ts bounds each
+ * one): the regex work on an event grows with their sum times the header or body bytes they read.
  */
 export const MAX_TOTAL_PROGRAM_SIZE = 500;
 export const MAX_VALUES = 100;
@@ -77,22 +78,23 @@ export interface ParsedFilters {
 /**
  * Validates filters as the API receives them. Every problem is reported with its field path; when
  * there is any, `filters` is empty so that no partial rule set can be stored by mistake. An absent
- * list (undefined) means no filters.
+ * list (undefined) means no filters. `field` names the list in those paths: `filters` of an
+ * ingester, `filter` of a destination's subscription (the same rules, checked here only).
  */
-export function parseFilters(input: unknown): ParsedFilters {
+export function parseFilters(input: unknown, field = 'filters'): ParsedFilters {
   const errors: FieldError[] = [];
   const refused: FieldError[] = [];
   if (input === undefined) return { filters: [], errors, refused };
-  if (!Array.isArray(input)) return { filters: [], errors: [{ field: 'filters', message: 'must be an array of rules' }], refused };
+  if (!Array.isArray(input)) return { filters: [], errors: [{ field, message: 'must be an array of rules' }], refused };
   // A huge list is refused whole rather than producing one error per element.
-  if (input.length > MAX_RULES) return { filters: [], errors: [{ field: 'filters', message: `must hold at most ${MAX_RULES} rules, got ${input.length}` }], refused };
+  if (input.length > MAX_RULES) return { filters: [], errors: [{ field, message: `must hold at most ${MAX_RULES} rules, got ${input.length}` }], refused };
   const problems: Problems = { errors, refused };
-  const filters = input.map((r, i) => parseRule(r, `filters[${i}]`, 1, problems));
+  const filters = input.map((r, i) => parseRule(r, `${field}[${i}]`, 1, problems));
   const total = countRules(filters);
-  if (total > MAX_RULES) errors.push({ field: 'filters', message: `must hold at most ${MAX_RULES} rules including nested ones, got ${total}` });
+  if (total > MAX_RULES) errors.push({ field, message: `must hold at most ${MAX_RULES} rules including nested ones, got ${total}` });
   if (errors.length === 0 && refused.length === 0) {
     const size = programSize(filters);
-    if (size > MAX_TOTAL_PROGRAM_SIZE) refused.push({ field: 'filters', message: `patterns compile to ${size} RE2 instructions together, more than ${MAX_TOTAL_PROGRAM_SIZE}` });
+    if (size > MAX_TOTAL_PROGRAM_SIZE) refused.push({ field, message: `patterns compile to ${size} RE2 instructions together, more than ${MAX_TOTAL_PROGRAM_SIZE}` });
   }
   return errors.length > 0 || refused.length > 0 ? { filters: [], errors, refused } : { filters, errors, refused };
 }
@@ -110,7 +112,7 @@ function countRules(rules: FilterRule[]): number {
 function programSize(rules: FilterRule[]): number {
   return rules.reduce((n, r) => {
     if (r.type === 'any') return n + programSize(r.rules);
-    if (r.type !== 'header' || r.op !== 'matches') return n;
+    if ((r.type !== 'header' && r.type !== 'body') || r.op !== 'matches') return n;
     const compiled = compilePattern(r.pattern);
     return n + (typeof compiled === 'string' ? 0 : compiled.size);
   }, 0);
@@ -133,7 +135,7 @@ function parseRule(input: unknown, field: string, depth: number, problems: Probl
     case 'header':
       return parseHeader(r, field, problems) ?? invalid;
     case 'body':
-      return parseBody(r, field, errors) ?? invalid;
+      return parseBody(r, field, problems) ?? invalid;
     case 'any':
       return parseAny(r, field, depth, problems) ?? invalid;
     default:
@@ -188,8 +190,8 @@ function parseHeader(r: Obj, field: string, { errors, refused }: Problems): Head
   return errors.length + refused.length === before ? rule : null;
 }
 
-function parseBody(r: Obj, field: string, errors: FieldError[]): BodyRule | null {
-  const before = errors.length;
+function parseBody(r: Obj, field: string, { errors, refused }: Problems): BodyRule | null {
+  const before = errors.length + refused.length;
   const path = bodyPath(r.path, `${field}.path`, errors) ?? '';
   const op = r.op;
   let rule: BodyRule | null = null;
@@ -205,10 +207,16 @@ function parseBody(r: Obj, field: string, errors: FieldError[]): BodyRule | null
   } else if (isOneOf(op, PRESENCE_OPS)) {
     onlyKeys(r, field, ['type', 'path', 'op'], errors);
     rule = { type: 'body', path, op };
+  } else if (op === 'matches') {
+    onlyKeys(r, field, ['type', 'path', 'op', 'pattern'], errors);
+    const pattern = patternOf(r.pattern, `${field}.pattern`, errors);
+    const compiled = pattern === null ? null : compilePattern(pattern);
+    if (typeof compiled === 'string') refused.push({ field: `${field}.pattern`, message: compiled });
+    else if (pattern !== null) rule = { type: 'body', path, op, pattern };
   } else {
-    errors.push({ field: `${field}.op`, message: 'must be one of equals, not_equals, in, exists, not_exists' });
+    errors.push({ field: `${field}.op`, message: 'must be one of equals, not_equals, in, matches, exists, not_exists' });
   }
-  return errors.length === before ? rule : null;
+  return errors.length + refused.length === before ? rule : null;
 }
 
 function parseAny(r: Obj, field: string, depth: number, problems: Problems): AnyRule | null {

@@ -8,6 +8,7 @@ export const QUOTA_KINDS = {
   delivery_flows: 'flow',
   saved_payloads: 'saved_payload',
   api_keys: 'api_key',
+  event_types: 'event_type',
 } as const satisfies Record<string, EntityKind>;
 
 export type QuotaName = keyof typeof QUOTA_KINDS;
@@ -20,6 +21,7 @@ export const DEFAULT_QUOTAS: Quotas = {
   delivery_flows: 1_000,
   saved_payloads: 10_000,
   api_keys: 100,
+  event_types: 1_000,
 };
 
 /** What a quota counts in: the configuration store's list of a tenant's entities. */

@@ -253,7 +253,7 @@ export async function startService(config: Config, log = new Logger(config.logLe
     const starting: Promise<RunningStage>[] = [];
     if (has('validate') || has('filter') || has('route')) {
       const filter = filterStage(topics, store, config.filterLimits);
-      const route = routeStage(topics, store, config.maxFanout);
+      const route = routeStage(topics, store, config.maxFanout, config.filterLimits);
       // the filter and route groups of a deployment that ran them on their own finish what they
       // had left (route's first: the filter group's leftovers are routed in the same pass) and
       // stop; their ends are read before the chain writes anything

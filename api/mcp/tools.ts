@@ -7,6 +7,7 @@ import type { EvidenceStore } from '../../platform/evidence/store';
 import { checkpointPage, type EvidenceLogInfo } from '../routes/evidence';
 import type { Operations, ProbeAnswer } from './checks';
 import type { InProcessApi } from './probe';
+import { eventTypeTools } from './event-type-tools';
 
 type Json = Record<string, unknown>;
 
@@ -349,6 +350,7 @@ export const TOOLS: ToolSpec[] = [
     run: (d, c) => rest(d, c, 'POST', tenantPath(c, '/saved-payloads'), { body: bodyOf(c.args) }),
   },
   ...REPLAY_TOOLS,
+  ...eventTypeTools({ rest, tenantPath, bodyOf, deleteRun, id, idempotencyKey, limit, cursor }),
 ];
 
 function proofList(proofs: Awaited<ReturnType<Operations['runtimeProofs']>>, ids: unknown): Json {

@@ -19,9 +19,13 @@ export type FilterResult =
   | { pass: false; rule_index: number; rule: FilterRule; reason: string }
   | { pass: false; unevaluable: true; rule_index: number; rule: FilterRule; reason: string };
 
-/** All rules must pass; the first one that does not is reported with a short reason. */
-export function evaluateFilters(filters: FilterRule[], event: FilterInput, limits: FilterLimits = DEFAULT_FILTER_LIMITS): FilterResult {
-  const ctx = new Context(event, limits);
+/**
+ * All rules must pass; the first one that does not is reported with a short reason. Given a
+ * {@link FilterContext} instead of the event, the rules share its decoded body with every other
+ * list evaluated on it (routing evaluates one list per destination on the same event).
+ */
+export function evaluateFilters(filters: FilterRule[], event: FilterInput | FilterContext, limits: FilterLimits = DEFAULT_FILTER_LIMITS): FilterResult {
+  const ctx = event instanceof Context ? event : new Context(event, limits);
   for (const [rule_index, rule] of filters.entries()) {
     let reason: string | null;
     try {
@@ -40,22 +44,34 @@ class Unevaluable extends Error {}
 
 const NOT_JSON = Symbol('not JSON');
 
-/** Per-evaluation state, so the body is decoded at most once and only when a body rule asks. */
+/** What rules read of one event, decoded at most once, and only when a rule asks. */
+export type FilterContext = Context;
+
+/** A context to evaluate several rule lists on one event: its body is parsed once for all of them. */
+export function filterContext(event: FilterInput, limits: FilterLimits = DEFAULT_FILTER_LIMITS): FilterContext {
+  return new Context(event, limits);
+}
+
+/** Per-event state, so the body is decoded at most once and only when a body rule asks. */
 class Context {
   private parsed: unknown = undefined;
   private done = false;
+  /** Why the body cannot be read within the limits, once a rule found out (kept for the next lists). */
+  private unreadable: string | null = null;
   constructor(
     readonly event: FilterInput,
     private readonly limits: FilterLimits,
   ) {}
 
   body(): unknown {
+    if (this.unreadable !== null) throw new Unevaluable(this.unreadable);
     if (!this.done) {
       const { body } = this.event;
       const { maxBodyBytes, maxJsonDepth } = this.limits;
-      if (body.length > maxBodyBytes) throw new Unevaluable(`body is ${body.length} bytes, more than the ${maxBodyBytes} a body rule reads (FILTER_MAX_BODY_BYTES)`);
+      if (body.length > maxBodyBytes) this.unreadable = `body is ${body.length} bytes, more than the ${maxBodyBytes} a body rule reads (FILTER_MAX_BODY_BYTES)`;
       // checked on the bytes, before anything builds the nested values
-      if (jsonDepthExceeds(body, maxJsonDepth)) throw new Unevaluable(`body nests arrays and objects more than ${maxJsonDepth} levels deep, the most a body rule reads (FILTER_MAX_JSON_DEPTH)`);
+      else if (jsonDepthExceeds(body, maxJsonDepth)) this.unreadable = `body nests arrays and objects more than ${maxJsonDepth} levels deep, the most a body rule reads (FILTER_MAX_JSON_DEPTH)`;
+      if (this.unreadable !== null) throw new Unevaluable(this.unreadable);
       this.done = true;
       try {
         // A UTF-8 byte order mark is legal in front of JSON text but not for JSON.parse.
@@ -153,6 +169,14 @@ function checkBody(rule: BodyRule, body: unknown): string | null {
       return at.value === rule.value ? null : `${name} is ${json(at.value)}, not ${json(rule.value)}`;
     case 'in':
       return rule.values.some((v) => v === at.value) ? null : `${name} is ${json(at.value)}, not in [${rule.values.map(json).join(', ')}]`;
+    case 'matches': {
+      // only strings: a number or boolean matched as text would make `^1$` match both 1 and "1"
+      if (typeof at.value !== 'string') return `${name} is ${json(at.value)}, not a string to match /${rule.pattern}/`;
+      const re = compilePattern(rule.pattern);
+      if (typeof re === 'string') return `${name} pattern ${rule.pattern} ${re}`;
+      // the string came from a body within FILTER_MAX_BODY_BYTES, and RE2 is linear in it
+      return re.test(at.value) ? null : `${name} is ${show(at.value)}, which does not match /${rule.pattern}/`;
+    }
   }
 }
 

@@ -3,6 +3,9 @@ import type { DeliveryFlow, Destination } from '../../core/model';
 import { stageIo, type Topics } from '../../core/topics';
 import type { DeliveryTask, WebhookEvent } from '../../platform/avro/records';
 import type { AnyOutput, RecordStage } from '../runtime/stage';
+import { DEFAULT_FILTER_LIMITS, type FilterLimits } from '../../core/filters';
+import { filterContext } from '../filter/evaluate';
+import { subscribed } from './subscriptions';
 
 /** What routing needs to know of the configuration. */
 export interface FlowLookup {
@@ -10,21 +13,38 @@ export interface FlowLookup {
   get(kind: 'destination', tenantId: string, id: string): Destination | undefined;
 }
 
-/** filtered -> one delivery task per destination of the ingester's delivery flows. */
-export function routeStage(topics: Topics, config: FlowLookup, maxFanout: number): RecordStage<'WebhookEvent'> {
+/**
+ * filtered -> one delivery task per destination of the ingester's delivery flows that subscribes
+ * to the event (its event types and filter, pipeline/route/subscriptions.ts).
+ */
+export function routeStage(topics: Topics, config: FlowLookup, maxFanout: number, limits: FilterLimits = DEFAULT_FILTER_LIMITS): RecordStage<'WebhookEvent'> {
   return {
     kind: 'record',
     ...stageIo(topics, 'route', 'WebhookEvent'),
     async handle(event: WebhookEvent, { log }): Promise<AnyOutput[]> {
       const destinations = new Set<string>();
+      const considered = new Set<string>();
+      // one context for every destination: the body is parsed at most once per event
+      const view = filterContext(event, limits);
       for (const flow of config.list('flow', event.tenant_id)) {
         if (flow.ingester_id !== event.ingester_id) continue;
         for (const id of flow.destination_ids) {
           const destination = config.get('destination', event.tenant_id, id);
-          if (destination && destination.status === 'active') destinations.add(id);
+          if (!destination || destination.status !== 'active') continue;
+          // a destination in several flows is judged once
+          if (considered.has(id)) continue;
+          considered.add(id);
+          const skipped = subscribed(destination, event.event_type, view);
+          if (skipped === null) destinations.add(id);
+          else if (skipped.invalid) log.warn('destination skipped: its stored filter is invalid', { tenant_id: event.tenant_id, event_id: event.event_id, destination_id: id, reason: skipped.reason });
+          else log.debug('event not routed to a destination: not subscribed', { tenant_id: event.tenant_id, event_id: event.event_id, destination_id: id, event_type: event.event_type, ...skipped });
         }
       }
       if (destinations.size === 0) {
+        if (considered.size > 0) {
+          log.debug('no destination subscribes to the event; it goes no further', { tenant_id: event.tenant_id, event_id: event.event_id, ingester_id: event.ingester_id, correlation_id: event.correlation_id, event_type: event.event_type });
+          return [];
+        }
         log.warn('no active destination in the ingester\'s delivery flows; the event goes no further', { tenant_id: event.tenant_id, event_id: event.event_id, ingester_id: event.ingester_id, correlation_id: event.correlation_id });
         return [];
       }

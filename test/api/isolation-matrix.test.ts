@@ -132,6 +132,10 @@ describe('tenant isolation matrix', () => {
     b.ingester = [ingester.body.id];
     b.flow = [flow.body.id];
     b.savedPayload = [payload.body.id];
+    const eventType = await asB('POST', '/event-types', { name: `${tag}.b.type`, description: `${tag}-event-type-b`, schema: { title: `${tag}-schema-b` } });
+    expect(eventType.status).toBe(201);
+    b.eventType = [eventType.body.id];
+    secretsOfB.push(`${tag}.b.type`, `${tag}-event-type-b`, `${tag}-schema-b`);
     secretsOfB.push(`${tag} B good`, `${tag} B failing`, `${tag} B ingester`, `${tag} B flow`, `${tag} B payload`, `${tag}-payload-b`, `${tag}-b-good`, `${tag}-b-failing`, ingesterSecret, good.body.signing_secret, bad.body.signing_secret);
     const shown = await asB('GET', `/ingesters/${ingester.body.id}`);
     secretsOfB.push(String(shown.body.config.signing_secret));

@@ -374,6 +374,23 @@ describe('MCP endpoint', () => {
     expect((await ok('list_replays', { limit: 200 })).replays.map((j: Json) => j.id)).toContain(cancelled!.id);
     expect(problemOf(await call('start_replay', { from: range.to, to: range.from }))).toMatchObject({ status: 422 });
   }, 30_000);
+  it('event type tools keep the catalogue through the REST rules', async () => {
+    const schema = { type: 'object', properties: { amount: { type: 'integer' } } };
+    const created = await ok('create_event_type', { name: 'mcp.invoice.paid', description: 'Paid.', schema, idempotency_key: 'mcp-etp-1' });
+    expect(created).toMatchObject({ id: expect.stringMatching(/^etp_/), name: 'mcp.invoice.paid', description: 'Paid.', schema });
+    expect((await ok('create_event_type', { name: 'mcp.invoice.paid', description: 'Paid.', schema, idempotency_key: 'mcp-etp-1' })).id).toBe(created.id);
+    expect(problemOf(await call('create_event_type', { name: 'MCP.invoice.paid' }))).toMatchObject({ status: 409 });
+    expect(problemOf(await call('create_event_type', { name: 'mcp.bad', schema: { type: 'nope' } }))).toMatchObject({ status: 422, errors: [{ field: 'schema.type' }] });
+    const listed = await ok('list_event_types', { limit: 200 });
+    expect(listed.event_types.map((t: Json) => t.id)).toContain(created.id);
+    expect(await ok('get_event_type', { event_type_id: created.id })).toEqual(created);
+    const updated = await ok('update_event_type', { event_type_id: created.id, description: 'Paid in full.' });
+    expect(updated).toMatchObject({ name: 'mcp.invoice.paid', description: 'Paid in full.', schema: null });
+    expect((await svc.api('GET', `${base()}/event-types/${created.id}`)).body).toEqual(updated);
+    expect(problemOf(await call('update_event_type', { event_type_id: created.id, name: 'mcp.renamed' }))).toMatchObject({ status: 422 });
+    expect(await ok('delete_event_type', { event_type_id: created.id })).toEqual({ deleted: true, id: created.id });
+    expect(problemOf(await call('get_event_type', { event_type_id: created.id }))).toMatchObject({ status: 404 });
+  });
 
   it('called every tool successfully, each result valid under its output schema', () => {
     expect([...succeeded].sort()).toEqual(TOOLS.map((t) => t.name).sort());

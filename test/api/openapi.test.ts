@@ -20,6 +20,7 @@ import { evidenceLogRouter, evidenceRouter } from '../../api/routes/evidence';
 import { EvidenceStore } from '../../platform/evidence/store';
 import { savedPayloadsRouter } from '../../api/routes/saved-payloads';
 import { apiKeysRouter } from '../../api/routes/api-keys';
+import { eventTypesRouter } from '../../api/routes/event-types';
 import { keyIdOf } from '../../core/api-keys';
 import { mcpRouter, type McpRoutesDeps } from '../../api/routes/mcp';
 import { Logger } from '../../core/log';
@@ -62,6 +63,7 @@ const MISSING: Record<string, string> = {
   payload_id: `pld_${ULID}`,
   key_id: `key_${ULID}`,
   replay_id: `rpl_${ULID}`,
+  event_type_id: `etp_${ULID}`,
 };
 
 interface Answer {
@@ -304,6 +306,7 @@ describe('OpenAPI document', () => {
   let deadEventId = '';
   let deadDeliveryId = '';
   let replayId = '';
+  let eventTypeId = '';
 
   const base = () => `/v1/tenants/${svc.tenantId}`;
   const log = new Logger('error');
@@ -499,7 +502,7 @@ describe('OpenAPI document', () => {
         if (isObject(op.requestBody)) expect(isObject(op.requestBody.content)).toBe(true);
       }
     }
-    expect(operationIds.size).toBe(48);
+    expect(operationIds.size).toBe(53);
   });
 
   it('documents every route the express app registers, with the scope each route checks', async () => {
@@ -520,6 +523,7 @@ describe('OpenAPI document', () => {
       ['/delivery-flows', flowsRouter(store, 50)],
       ['/saved-payloads', savedPayloadsRouter(store)],
       ['/api-keys', apiKeysRouter(store, undefined)],
+      ['/event-types', eventTypesRouter(store, claims)],
       ['/logs', logsRouter(svc.clickhouse, db)],
       ['/replays', replaysRouter(store, new ReplayMatches(svc.clickhouse, db), lockedRedis, 'unused.')],
       ['/evidence', evidenceRouter(new EvidenceStore(svc.clickhouse, db), svc.clickhouse, db)],
@@ -753,6 +757,42 @@ describe('OpenAPI document', () => {
     expectProblem(await call('deleteDeliveryFlow', { flow_id: tempId }, { key: limitedKey }), 403, 'permission-denied');
     expect((await call('deleteDeliveryFlow', { flow_id: tempId })).status).toBe(204);
     expectProblem(await call('deleteDeliveryFlow', { flow_id: tempId }), 404, 'not-found');
+  });
+
+  it('event types', async () => {
+    const schema = { type: 'object', properties: { amount: { type: 'integer' } } };
+    const created = await call('createEventType', {}, { json: { name: 'invoice.paid', description: 'Paid.', schema } });
+    expect(created.status).toBe(201);
+    eventTypeId = String(bodyOf(created).id);
+    expect(created.headers.location).toBe(`${base()}/event-types/${eventTypeId}`);
+    expect((await call('createEventType', {}, { json: { name: 'invoice.created' } })).status).toBe(201);
+    expectProblem(await call('createEventType', {}, { json: { name: 'Invoice.Paid' } }), 409, 'conflict');
+    expect(fields(await call('createEventType', {}, { json: { name: 'bad name', extra: 1 } })).sort()).toEqual(['extra', 'name']);
+    const refused = await call('createEventType', {}, { json: { name: 'refused', schema: { $ref: 'https://example.com/s.json' } } });
+    expectProblem(refused, 422, 'unprocessable-entity');
+    expect(fields(refused)).toEqual(['schema.$ref']);
+
+    const page = await call('listEventTypes', {}, { query: 'limit=1' });
+    expect(typeof bodyOf(page).next_cursor).toBe('string');
+    expect(bodyOf(await call('listEventTypes', {}, { query: `cursor=${String(bodyOf(page).next_cursor)}` })).next_cursor).toBeNull();
+    expect(fields(await call('listEventTypes', {}, { query: 'limit=0' }))).toEqual(['limit']);
+
+    expect(bodyOf(await call('getEventType', { event_type_id: eventTypeId }))).toMatchObject({ name: 'invoice.paid', schema });
+    expectProblem(await call('getEventType', { event_type_id: MISSING.event_type_id! }), 404, 'not-found');
+    expectProblem(await call('getEventType', { event_type_id: eventTypeId }, { key: limitedKey }), 403, 'permission-denied', { resource_id: eventTypeId });
+
+    const put = await call('replaceEventType', { event_type_id: eventTypeId }, { json: { ...bodyOf(created), description: 'Paid in full.' } });
+    expect(bodyOf(put)).toMatchObject({ name: 'invoice.paid', description: 'Paid in full.', schema });
+    expect(fields(await call('replaceEventType', { event_type_id: eventTypeId }, { json: { description: 7 } }))).toEqual(['description']);
+    expect(fields(await call('replaceEventType', { event_type_id: eventTypeId }, { json: { name: 'invoice.renamed' } }))).toEqual(['name']);
+    expectProblem(await call('replaceEventType', { event_type_id: MISSING.event_type_id! }, { json: {} }), 404, 'not-found');
+    expectProblem(await call('replaceEventType', { event_type_id: eventTypeId }, { key: limitedKey, json: {} }), 403, 'permission-denied');
+
+    const temp = await call('createEventType', {}, { json: { name: 'oas.temp' } });
+    const tempId = String(bodyOf(temp).id);
+    expectProblem(await call('deleteEventType', { event_type_id: tempId }, { key: limitedKey }), 403, 'permission-denied');
+    expect((await call('deleteEventType', { event_type_id: tempId })).status).toBe(204);
+    expectProblem(await call('deleteEventType', { event_type_id: tempId }), 404, 'not-found');
   });
 
   it('saved payloads', async () => {
@@ -1048,7 +1088,7 @@ describe('OpenAPI document', () => {
 
   it('answers 403 write-tool-disabled for disabled write groups and 429 over the rate limit', async () => {
     for (const o of tenantOperations()) {
-      const params = isWrite(o) ? missingParams(o) : { ...missingParams(o), destination_id: destA, ingester_id: ingGeneric, flow_id: flowId, delivery_id: deadDeliveryId, payload_id: payloadId, key_id: keyIdOf(svc.apiKey)!, replay_id: replayId };
+      const params = isWrite(o) ? missingParams(o) : { ...missingParams(o), destination_id: destA, ingester_id: ingGeneric, flow_id: flowId, delivery_id: deadDeliveryId, payload_id: payloadId, key_id: keyIdOf(svc.apiKey)!, replay_id: replayId, event_type_id: eventTypeId };
       // the consistency route needs the size of a checkpoint that exists
       const query = o.operationId === 'getConsistencyProof' ? { query: `from=${checkpointSize}` } : {};
       const options = { target: locked.url, ...query, ...(isWrite(o) ? { json: {} } : {}) };
