@@ -15,7 +15,7 @@ import { decodeCursor, encodeCursor } from '../cursor';
 import { parseLimit } from '../paging';
 import type { NameClaims } from '../ports';
 import { validateBody, type BodyOperation } from '../validation';
-import { checkUrl, destinationView, etagOf, holdsName, READ_ONLY_MEMBERS, readAuth, readFilter, setEtag, unmaskAuth } from './destination-members';
+import { checkUrl, destinationView, etagOf, holdsName, READ_ONLY_MEMBERS, readAuth, readFilter, checkEventTypes, setEtag, unmaskAuth } from './destination-members';
 import { acceptDestinationAuth } from '../../core/destination-auth';
 
 /** Notes one change of a destination in its history (before absent: created; after absent: deleted). */
@@ -125,6 +125,7 @@ export function destinationChangesRouter(deps: DestinationChangeDeps): Router {
     let refused: FieldError[] = [];
     let filter: unknown[] | null | undefined;
     if (has('filter')) filter = b.filter === null ? null : ({ filter, refused } = readFilter(check, b.filter!)).filter;
+    if (has('event_types')) checkEventTypes(check, b.event_types);
     // the credentials are read against the latest version again under the lock; this finds the malformed
     if (b.auth) readAuth(check, b.auth, current?.auth);
     check.done();

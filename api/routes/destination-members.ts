@@ -2,6 +2,7 @@ import type { Response } from 'express';
 import { acceptDestinationAuth, authSecret, maskAuth } from '../../core/destination-auth';
 import type { FieldError } from '../../core/errors';
 import { parseFilters, type FilterRule } from '../../core/filters';
+import { eventTypesProblems } from '../../core/subscriptions';
 import type { Destination, DestinationAuth } from '../../core/model';
 import { maskValue } from '../../core/secrets/fields';
 import type { ConfigStore } from '../../platform/config-store/config-store';
@@ -107,4 +108,10 @@ export function setEtag(res: Response, store: ConfigStore, d: Destination): void
  */
 export function holdsName(store: ConfigStore, tenantId: string, name: string) {
   return (owner: string): boolean => store.get('destination', tenantId, owner)?.name.toLowerCase() === name.toLowerCase();
+}
+
+/** What the schema's pattern cannot say of subscribed event types: a `*` only at the end, no entry twice. */
+export function checkEventTypes<T>(check: BodyCheck<T>, types: unknown): void {
+  if (!check.usable('event_types')) return;
+  for (const e of eventTypesProblems(types)) check.fail(e.field, e.message);
 }

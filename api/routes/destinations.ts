@@ -9,7 +9,7 @@ import type { NameClaims } from '../ports';
 import { authOf, requireResource, requireScope } from '../auth';
 import { validateBody } from '../validation';
 import { configListHandler } from '../paging';
-import { checkUrl, destinationView, holdsName, readAuth, readFilter, setEtag } from './destination-members';
+import { checkUrl, destinationView, holdsName, readAuth, readFilter, checkEventTypes, setEtag } from './destination-members';
 import type { ChangeRecorder } from './destination-changes';
 
 export { destinationView } from './destination-members';
@@ -40,6 +40,7 @@ export function destinationsRouter(store: ConfigStore, claims: NameClaims, optio
     let refused: FieldError[] = [];
     let filter: unknown[] | null = null;
     if (check.body.filter) ({ filter, refused } = readFilter(check, check.body.filter));
+    checkEventTypes(check, check.body.event_types);
     check.done();
     if (refused.length > 0) throw unprocessable(refused);
     checkQuota(store, key.tenant_id, 'destinations', options.quotas ?? DEFAULT_QUOTAS);

@@ -93,6 +93,8 @@ describe('destination changes', () => {
     expect((await patch(id, { rate_limit_per_s: 10_001 })).status).toBe(400);
     expect((await patch(id, { event_types: ['a', 'a'] })).body.errors).toEqual([{ field: 'event_types', message: 'must not hold the same value twice' }]);
     expect((await patch(id, { event_types: Array.from({ length: 101 }, (_, i) => `t${i}`) })).status).toBe(400);
+    // a wildcard only ends an entry
+    expect((await patch(id, { event_types: ['in*voice.paid'] })).body.errors).toEqual([{ field: 'event_types[0]', message: expect.stringContaining('optionally ending in *') }]);
     const filter = await patch(id, { filter: [{ type: 'body', path: 'a', op: 'nearly' }] });
     expect(filter.status).toBe(400);
     expect(filter.body.errors[0].field).toMatch(/^filter\[0\]/);
