@@ -21,7 +21,8 @@ export function routeStage(topics: Topics, config: FlowLookup, maxFanout: number
         if (flow.ingester_id !== event.ingester_id) continue;
         for (const id of flow.destination_ids) {
           const destination = config.get('destination', event.tenant_id, id);
-          if (destination && destination.status === 'active') destinations.add(id);
+          // paused and disabled destinations get their tasks too: deliver holds them until resumed
+          if (destination) destinations.add(id);
         }
       }
       if (destinations.size === 0) {
