@@ -280,7 +280,9 @@ export async function startService(config: Config, log = new Logger(config.logLe
       const pacer = new Pacer(new RedisSendSlots(redis, config.topicPrefix), { shortWaitMs: config.deliveryRateWaitMs + (topics.retryTiers[0]?.delayMs ?? 0), lateMs: 1_000, unreachableWaitMs: 1_000 });
       const stage = deliverStage({ topics, destinations, sender, breakers, defaultSchedule: config.retryScheduleMs, isRefusal: isSsrfRefusal, pacer });
       const prepare = (t: DeliveryTask) => pacer.prepare(t, store.get('destination', t.tenant_id, t.destination_id));
-      starting.push(runWindowedStage(stage, runnerDeps, { maxInFlight: config.deliveryMaxInFlight, keyOf: (t: DeliveryTask) => t.destination_id, perKey: () => peers.share(), prepare }));
+      // a paced delivery whose slot is still far only moves on to the delay topics: it takes none of its destination's places
+      const keyOf = (t: DeliveryTask) => (t.slot_at != null && t.slot_at > Date.now() + 50 ? `${t.destination_id}/waits` : t.destination_id);
+      starting.push(runWindowedStage(stage, runnerDeps, { maxInFlight: config.deliveryMaxInFlight, keyOf, perKey: () => peers.share(), prepare }));
       // held deliveries go back wherever deliveries are made
       starting.push(runRelease(topics, store, runnerDeps));
     }

@@ -1,7 +1,10 @@
 import type { Destination } from '../../core/model';
 import type { DeliveryTask } from '../../platform/avro/records';
 
-/** What pacing needs of the deployment-wide limiter: the destination's next send slot, in ms from now. */
+/**
+ * What pacing needs of the deployment-wide limiter: the destination's next send slot, as epoch
+ * ms of the limiter's clock (hosts are assumed to keep their clocks in step, as for `not_before`).
+ */
 export interface SendSlots {
   reserve(destinationId: string, ratePerSecond: number): Promise<number>;
 }
@@ -54,9 +57,8 @@ export class Pacer {
     const lateMs = Math.min(this.options.lateMs, 500 / destination.rate_limit_per_s);
     if (task.slot_at != null && this.now() - task.slot_at <= lateMs) return task.slot_at;
     try {
-      const inMs = await this.slots.reserve(destination.id, destination.rate_limit_per_s);
       // Avro longs: whole milliseconds, never before the slot
-      return Math.ceil(this.now() + inMs);
+      return Math.ceil(await this.slots.reserve(destination.id, destination.rate_limit_per_s));
     } catch {
       return undefined;
     }

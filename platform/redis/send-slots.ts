@@ -43,12 +43,12 @@ export class RedisSendSlots {
   }
 
   /**
-   * Reserves the destination's next send slot (one round trip) and returns how many
-   * milliseconds from now it lies; 0 when it is now. Throws when Redis does not answer.
+   * Reserves the destination's next send slot (one round trip) and returns it as epoch
+   * milliseconds of Redis's clock: an absolute time, so that a reply read late (a busy event
+   * loop) does not move the slot later. Throws when Redis does not answer.
    */
   async reserve(destinationId: string, ratePerSecond: number): Promise<number> {
-    const { slotMs, nowMs } = await this.reserveSlot(destinationId, ratePerSecond);
-    return Math.max(0, slotMs - nowMs);
+    return (await this.reserveSlot(destinationId, ratePerSecond)).slotMs;
   }
 
   /** The reserved slot and the time it was reserved at, both in Redis's clock (ms, fractional). */
