@@ -39,7 +39,10 @@ export interface ThrottleRep {
 
 /** Writes the destination's rate limit through the config topic, as the API's write would. */
 async function setRateLimit(kafka: Kafka, infra: Infra, prefix: string, destinationId: string, rate: number): Promise<void> {
-  const store = new ConfigStore(kafka, AvroCodec.connect(infra.registryUrl), topicNames(prefix).config, parseKeyring(RUN_KEK, 'SECRETS_KEK'));
+  const codec = AvroCodec.connect(infra.registryUrl);
+  const topic = topicNames(prefix).config;
+  await codec.register({ [topic]: 'ConfigEntry' });
+  const store = new ConfigStore(kafka, codec, topic, parseKeyring(RUN_KEK, 'SECRETS_KEK'));
   await store.start();
   try {
     const d = store.get('destination', 'demo', destinationId);
