@@ -86,8 +86,8 @@ export async function runThrottle(opts: { root: string; infra: Infra; kafka: Kaf
       // warm-up: every group joined, one event through each flow
       const warm = `w${Date.now()}`;
       await Promise.all([opts.rec.reset(warm), limitedRec.reset(warm)]);
-      for (const p of [...paths, limited.hookPath]) {
-        const r = await post(p === limited.hookPath ? limitedPool : hookPool, p, taggedBody(warm, 0, epochMs()), 202);
+      for (const [i, p] of [...paths, limited.hookPath].entries()) {
+        const r = await post(p === limited.hookPath ? limitedPool : hookPool, p, taggedBody(warm, i, epochMs()), 202);
         if (!r.ok) throw new Error(`warm-up webhook answered ${r.status}`);
       }
       if ((await opts.rec.waitFor(paths.length, 120_000)) < paths.length || (await limitedRec.waitFor(1, 120_000)) < 1) throw new Error(`warm-up events were not delivered; see ${svc.proc.logFile}`);
