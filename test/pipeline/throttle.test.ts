@@ -133,8 +133,10 @@ describe('rate limit per destination across deliver processes', () => {
     }, 20_000);
     expect(started).toHaveLength(n);
     expect(maxInWindow(started, 1_000)).toBeLessThanOrEqual(rate + 1);
-    // and as the receiver got them
-    expect(maxInWindow(times, 1_000)).toBeLessThanOrEqual(rate + 1);
+    // as the receiver got them: between an attempt's start and its arrival lie the deliver
+    // process's event loop, a connection and the network, tens of ms on a busy machine, which
+    // may put one or two more into a second
+    expect(maxInWindow(times, 1_000)).toBeLessThanOrEqual(rate + 3);
     const span = Math.max(...times) - Math.min(...times);
     expect(span).toBeGreaterThanOrEqual(((n - 1) / rate) * 1_000 - 250);
     // the limit costs the unthrottled destination nothing: it was done before the limited one was half way
