@@ -21,7 +21,7 @@ import { AvroCodec } from '../platform/avro/codec';
 import type { DeliveryTask } from '../platform/avro/records';
 import { BatchingProducer } from '../platform/kafka/batching-producer';
 import { topology } from '../service/topology';
-import { createKafka, ensureTopics } from '../platform/kafka/client';
+import { createKafka, ensureTopics, fetchTopicOffsets } from '../platform/kafka/client';
 import { closedLoop, epochMs, paced, pool, post, taggedBody } from './lib/load';
 import { rawLoop } from './raw-kafkajs';
 import { cpuBetween, cpuSnapshot, killAllChildren, REPO_ROOT, rssBytes, spawnScript, tail, type Child } from './lib/procs';
@@ -29,6 +29,7 @@ import { chart, markdown, met, type Entry, type Results } from './lib/report';
 import { createFlows, ReceiverClient, RUN_KEK, startInstance, type Flow, type Infra, type ServiceInstance } from './lib/service';
 import { median, overReps, quantile, round, sleep, slope, summary } from './lib/stats';
 import { outcomeGenerator } from './lib/synthetic';
+import { runThrottle } from './throttle';
 
 // ---------------------------------------------------------------------------------------------
 // settings
@@ -71,8 +72,9 @@ const S = {
   searchReps: Math.max(1, int('SEARCH_REPS', 5, 3)),
   timeoutMin: int('BENCH_TIMEOUT_MINUTES', 60, 20),
   logLevel: process.env.BENCH_LOG_LEVEL ?? 'info',
+  throttleRate: Math.max(1, int('THROTTLE_RATE', 50, 50)),
 };
-const ALL_SCENARIOS = ['ingest', 'delivery', 'end_to_end', 'memory', 'peer_bullmq', 'kafka_client', 'sink', 'query', 'evidence', 'search'] as const;
+const ALL_SCENARIOS = ['ingest', 'delivery', 'end_to_end', 'memory', 'peer_bullmq', 'kafka_client', 'sink', 'query', 'evidence', 'search', 'throttle'] as const;
 type Scenario = (typeof ALL_SCENARIOS)[number];
 const SELECTED = new Set<string>((process.env.BENCH_SCENARIOS ?? ALL_SCENARIOS.join(',')).split(',').map((s) => s.trim()).filter(Boolean));
 for (const s of SELECTED) if (!(ALL_SCENARIOS as readonly string[]).includes(s)) throw new Error(`BENCH_SCENARIOS: unknown scenario ${s}; known: ${ALL_SCENARIOS.join(', ')}`);
@@ -1076,6 +1078,63 @@ async function scenarioQuery(ctx: Ctx): Promise<void> {
   }
 }
 
+/**
+ * One destination limited to THROTTLE_RATE/s beside unlimited ones in the same service
+ * (bench/throttle.ts): the limited one's delivered rate against its limit, and the unlimited
+ * ones' delivered rate x hops against the raw pass-through, as end_to_end has it.
+ */
+async function scenarioThrottle(ctx: Ctx): Promise<void> {
+  const passIn = 'bench.pass.in';
+  const passOut = 'bench.pass.out';
+  await ensureTopics(ctx.kafka, [passIn, passOut].map((topic) => ({ topic, partitions: PARTITIONS })), 1);
+  // a topic just made may not have its leaders yet: the offsets are asked for until it has
+  const filled = (await fetchTopicOffsets(ctx.admin, passIn)).reduce((sum, p) => sum + Number(p.high) - Number(p.low), 0);
+  if (filled < S.passMessages) await produceFiller(ctx.producer, passIn, S.passMessages, 1_300);
+  const passRates: number[] = [];
+  const reps = await runThrottle({
+    root: ctx.root, infra: ctx.infra, kafka: ctx.kafka, admin: ctx.admin, rec: ctx.rec, say,
+    settings: { reps: S.reps, warmupS: S.warmupS, seconds: S.seconds, concurrency: S.concurrency, e2eWindow: S.e2eWindow, flows: S.flows, logLevel: S.logLevel, partitions: PARTITIONS, rate: S.throttleRate },
+    between: async () => {
+      const pass = await passThroughRep(ctx, passIn, passOut, S.passMessages);
+      passRates.push(pass.perS);
+      say(`throttle baseline: raw pass-through ${Math.round(pass.perS)}/s`);
+    },
+  });
+  const limited = overReps(reps.map((r) => r.limitedPerS), 2);
+  const maxPer1s = Math.max(...reps.map((r) => r.limitedMaxPer1s));
+  const limitedEntry = entry({
+    name: 'throttle_limited',
+    metric: 'deliveries per second to a destination with rate_limit_per_s',
+    unit: 'deliveries/s',
+    ...limited,
+    repetitions: reps.length,
+    baseline: { name: 'its rate_limit_per_s', value: S.throttleRate, spread: { min: S.throttleRate, max: S.throttleRate }, unit: 'deliveries/s' },
+    ratio: round(limited.value / S.throttleRate),
+    target: 0.9,
+    better: 'higher',
+    notes: `One destination with rate_limit_per_s ${S.throttleRate} (written on the config topic), given a backlog of ${S.throttleRate} x (warm-up + window + 2 s) webhooks through its own ingester at the start of each repetition, beside the end-to-end closed loop on ${S.flows} unlimited flows of the same service process (all stages). Its deliveries counted at a receiver process of their own over the ${S.seconds} s window after ${S.warmupS} s of warm-up. Target: ratio = value / limit within 0.9..1.1 (the met flag is two-sided). Most deliveries in any 1 s of a repetition (all of its arrivals): ${maxPer1s}.`,
+    details: { per_rep: reps, max_per_1s: maxPer1s },
+  });
+  limitedEntry.met = limitedEntry.ratio >= 0.9 && limitedEntry.ratio <= 1.1;
+  say(`throttle_limited: ratio ${limitedEntry.ratio} to the limit, within 0.9..1.1: ${limitedEntry.met ? 'met' : 'NOT met'}`);
+  const unlimited = overReps(reps.map((r) => r.unlimitedPerS), 0);
+  const b = overReps(passRates, 0);
+  entry({
+    name: 'throttle_unlimited',
+    metric: `delivered events per second x ${HOPS} Kafka hops to unlimited destinations beside a limited one`,
+    unit: 'hop-records/s',
+    value: round(unlimited.value * HOPS, 0),
+    spread: { min: round(unlimited.spread.min * HOPS, 0), max: round(unlimited.spread.max * HOPS, 0) },
+    repetitions: reps.length,
+    baseline: { name: 'raw kafkajs consume -> produce pass-through', ...b, unit: 'msg/s' },
+    ratio: round((unlimited.value * HOPS) / b.value),
+    target: 0.5,
+    better: 'higher',
+    notes: `The end_to_end scenario's load and figure (delivered events/s median ${unlimited.value}, x ${HOPS} hops, against the raw pass-through alternating with each repetition) while a destination of the same service is held to ${S.throttleRate}/s with a backlog waiting on the delay topics. ratio = value x hops / baseline.`,
+    details: { per_rep: reps.map((r) => r.unlimitedPerS), pass_through: passRates },
+  });
+}
+
 async function scenarioEvidence(root: string): Promise<void> {
   const out = path.join(root, 'evidence.json');
   say(`evidence log benchmark (${S.evidenceLeaves.toLocaleString('en-US')} leaves; it starts its own Kafka)`);
@@ -1204,7 +1263,7 @@ async function main(): Promise<number> {
   let ctx: Ctx | undefined;
   let ok = false;
   try {
-    const needsInfra = ['ingest', 'delivery', 'end_to_end', 'memory', 'peer_bullmq', 'kafka_client', 'sink', 'query'].some((s) => wants(s as Scenario));
+    const needsInfra = ['ingest', 'delivery', 'end_to_end', 'memory', 'peer_bullmq', 'kafka_client', 'sink', 'query', 'throttle'].some((s) => wants(s as Scenario));
     if (needsInfra) {
       const t = performance.now();
       [kafkaServer, redis] = await Promise.all([startLocalKafka(path.join(root, 'kafka')), startLocalRedis(path.join(root, 'redis'))]);
@@ -1243,6 +1302,7 @@ async function main(): Promise<number> {
     if (infra && wants('kafka_client')) await timed('kafka_client', () => scenarioKafkaClient(infra));
     if (infra && wants('sink')) await timed('sink', () => scenarioSink(infra));
     if (infra && wants('query')) await timed('query', () => scenarioQuery(infra));
+    if (infra && wants('throttle')) await timed('throttle', () => scenarioThrottle(infra));
     if (ctx) {
       await ctx.rec.close().catch(() => undefined);
       await ctx.receiver.stop(5_000);

@@ -64,6 +64,8 @@ export interface Config {
   configVersionWaitMs: number;
   /** A deployment-wide limit: each deliver process takes its share (pipeline/deliver/fair-share.ts). */
   deliveryPerDestination: number;
+  /** Longest wait for a rate-limit send slot spent in the deliver process, ms; longer ones hop through the delay topics. */
+  deliveryRateWaitMs: number;
   deliverySyncMs: number;
   sinkBatchRows: number;
   sinkFlushMs: number;
@@ -366,6 +368,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     deliveryMaxInFlight: r.integer('DELIVERY_MAX_IN_FLIGHT', 2_000, 1, 100_000),
     configVersionWaitMs: r.integer('CONFIG_VERSION_WAIT_MS', 5_000, 0, 600_000),
     deliveryPerDestination: r.integer('DELIVERY_PER_DESTINATION', 32, 1, 10_000),
+    deliveryRateWaitMs: r.integer('DELIVERY_RATE_WAIT_MS', 1_000, 0, 60_000),
     deliverySyncMs: r.integer('DELIVERY_SYNC_MS', 500, 50, 60_000),
     sinkBatchRows: r.integer('SINK_BATCH_ROWS', 20_000, 1, 1_000_000),
     sinkFlushMs: r.integer('SINK_FLUSH_MS', 500, 10, 60_000),
@@ -499,6 +502,7 @@ export const SETTINGS: SettingDoc[] = [
   { env: 'DELIVERY_MAX_IN_FLIGHT', default: '2000', unit: 'deliveries', description: 'Deliveries one process attempts at once; beyond it, consumption pauses.' },
   { env: 'CONFIG_VERSION_WAIT_MS', default: '5000', unit: 'milliseconds', description: 'Longest a stage holds a record whose `hookline-config-version` header names configuration this process has not applied yet (an ingester or destination just changed through another process). Past it the record is decided with the configuration this process has, and a warning is logged (at most every 10 s, with the count); 0 never waits.' },
   { env: 'DELIVERY_PER_DESTINATION', default: '32', unit: 'requests', description: 'Concurrent requests to one destination from the whole deployment: each deliver process takes its share of it (the limit dealt out among the live deliver processes, at least 1 each), counted afresh every DELIVERY_SYNC_MS. While processes join it may be overshot by the joiners\' shares for a while (see Delivery).' },
+  { env: 'DELIVERY_RATE_WAIT_MS', default: '1000', unit: 'milliseconds', description: 'Longest wait for a send slot of a destination\'s rate limit (rate_limit_per_s) spent in the deliver process, outside the destination\'s concurrent requests; a longer wait hops through the delay topics and comes back this long before its slot. Never less than the shortest RETRY_TIERS tier.' },
   { env: 'DELIVERY_SYNC_MS', default: '500', unit: 'milliseconds', description: 'How often a deliver process says in Redis that it is live and reads the other deliver processes: their number (its share of DELIVERY_PER_DESTINATION) and their open breakers (which hold its deliveries too). Also, plus a few Redis round trips, the bound on how late it follows another process\'s breaker.' },
   { env: 'SINK_BATCH_ROWS', default: '20000', unit: 'rows', description: 'Rows the ClickHouse sink gathers before an insert.' },
   { env: 'SINK_FLUSH_MS', default: '500', unit: 'milliseconds', description: 'Longest time a row waits in the sink before its insert. Every insert makes a part the engine merges later: shorter waits cost CPU, longer ones delay `acked` and query freshness.' },

@@ -9,6 +9,11 @@ export interface Topics {
   deliveryRequested: string;
   deliveryCompleted: string;
   deliveryDlq: string;
+  /**
+   * Deliveries of paused or disabled destinations, keyed by destination id like
+   * deliveryRequested: kept here, in the order they were held, until their destination is active.
+   */
+  deliveryHeld: string;
   /** Input records a stage could not handle (schemas/dead-letter.avsc), so that their partition goes on. */
   eventsDlq: string;
   logs: string;
@@ -40,6 +45,7 @@ export function topicNames(prefix: string, tiersMs: number[] = DEFAULT_RETRY_TIE
     deliveryRequested: t('deliveries.requested'),
     deliveryCompleted: t('deliveries.completed'),
     deliveryDlq: t('deliveries.dlq'),
+    deliveryHeld: t('deliveries.held'),
     eventsDlq: t('events.dlq'),
     logs: t('logs'),
     evidenceLeaves: t('evidence.leaves'),
@@ -48,7 +54,7 @@ export function topicNames(prefix: string, tiersMs: number[] = DEFAULT_RETRY_TIE
 }
 
 /** The consumer groups of the pipeline, each `<groupPrefix><name>`. */
-export const CONSUMER_NAMES = ['validate', 'filter', 'route', 'deliver', 'retry', 'evidence-sequencer', 'sink'] as const;
+export const CONSUMER_NAMES = ['validate', 'filter', 'route', 'deliver', 'release', 'retry', 'evidence-sequencer', 'sink'] as const;
 export type ConsumerName = (typeof CONSUMER_NAMES)[number];
 
 /** One consumer group: what it reads, what it may write, and the process stage (`STAGES`) that runs it. */
@@ -78,7 +84,10 @@ export function consumers(topics: Topics): ConsumerSpec[] {
     // pass, and its validated and filtered records are still written, one per state
     { name: 'filter', stage: 'filter', reads: [topics.validated], writes: [topics.filtered, topics.transitions, topics.eventsDlq], within: 'validate' },
     { name: 'route', stage: 'route', reads: [topics.filtered], writes: [topics.deliveryRequested, topics.eventsDlq], within: 'validate' },
-    { name: 'deliver', stage: 'deliver', reads: [topics.deliveryRequested], writes: [topics.deliveryCompleted, topics.transitions, topics.deliveryDlq, ...tiers, topics.eventsDlq] },
+    { name: 'deliver', stage: 'deliver', reads: [topics.deliveryRequested], writes: [topics.deliveryCompleted, topics.transitions, topics.deliveryDlq, topics.deliveryHeld, ...tiers, topics.eventsDlq] },
+    // runs beside deliver: puts held deliveries back once their destination is active again, and
+    // fails those of a destination deleted meanwhile as deliver would
+    { name: 'release', stage: 'deliver', reads: [topics.deliveryHeld], writes: [topics.deliveryRequested, topics.deliveryCompleted, topics.transitions, topics.deliveryDlq, topics.eventsDlq] },
     { name: 'retry', stage: 'retry', reads: tiers, writes: [topics.deliveryRequested, ...tiers, topics.eventsDlq] },
     // one member of the group reads every partition (pipeline/evidence/one-owner.ts): the log has one writer
     { name: 'evidence-sequencer', stage: 'evidence', reads: [topics.deliveryCompleted], writes: [topics.evidenceLeaves, topics.eventsDlq] },

@@ -34,6 +34,9 @@ import { refusalOfDestination } from '../platform/http/destination-check';
 import { discoverOwnListeners } from './own-listeners';
 import type { DestinationPort } from '../pipeline/deliver/stage';
 import { runDelayTiers } from '../pipeline/retry/delay-stage';
+import { runRelease } from '../pipeline/release/stage';
+import { Pacer } from '../pipeline/deliver/pace';
+import { RedisSendSlots } from '../platform/redis/send-slots';
 import { runWindowedStage } from '../pipeline/runtime/windowed-runner';
 import { LogShipper } from '../platform/kafka/log-shipper';
 import type { DeliveryTask } from '../platform/avro/records';
@@ -276,8 +279,14 @@ export async function startService(config: Config, log = new Logger(config.logLe
           else log.info('destination deleted before it could be disabled', { tenant_id: d.tenant_id, destination_id: d.id, reason });
         },
       };
-      const stage = deliverStage({ topics, destinations, sender, breakers, defaultSchedule: config.retryScheduleMs, isRefusal: isSsrfRefusal });
-      starting.push(runWindowedStage(stage, runnerDeps, { maxInFlight: config.deliveryMaxInFlight, keyOf: (t: DeliveryTask) => t.destination_id, perKey: () => peers.share() }));
+      const pacer = new Pacer(new RedisSendSlots(redis, config.topicPrefix), { shortWaitMs: config.deliveryRateWaitMs + (topics.retryTiers[0]?.delayMs ?? 0), lateMs: 1_000, unreachableWaitMs: 1_000 });
+      const stage = deliverStage({ topics, destinations, sender, breakers, defaultSchedule: config.retryScheduleMs, isRefusal: isSsrfRefusal, pacer });
+      const prepare = (t: DeliveryTask) => pacer.prepare(t, store.get('destination', t.tenant_id, t.destination_id));
+      // a paced delivery whose slot is still far only moves on to the delay topics: it takes none of its destination's places
+      const keyOf = (t: DeliveryTask) => (t.slot_at != null && t.slot_at > Date.now() + 50 ? `${t.destination_id}/waits` : t.destination_id);
+      starting.push(runWindowedStage(stage, runnerDeps, { maxInFlight: config.deliveryMaxInFlight, keyOf, perKey: () => peers.share(), prepare }));
+      // held deliveries go back wherever deliveries are made
+      starting.push(runRelease(topics, store, runnerDeps));
     }
     if (has('retry')) starting.push(runDelayTiers(topics, runnerDeps));
     if (has('evidence')) {

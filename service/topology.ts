@@ -28,6 +28,7 @@ export function topology(topics: Topics, partitions: number, maxBodyBytes?: numb
     { topic: topics.deliveryRequested, partitions, ...body },
     { topic: topics.deliveryCompleted, partitions },
     { topic: topics.deliveryDlq, partitions, ...body },
+    { topic: topics.deliveryHeld, partitions, ...body },
     { topic: topics.eventsDlq, partitions, ...body },
     { topic: topics.logs, partitions },
     // the log's batches are the system of record: one partition, kept forever
@@ -43,6 +44,7 @@ export function topology(topics: Topics, partitions: number, maxBodyBytes?: numb
     [topics.deliveryRequested]: 'DeliveryTask',
     [topics.deliveryCompleted]: 'DeliveryOutcome',
     [topics.deliveryDlq]: 'DeliveryTask',
+    [topics.deliveryHeld]: 'DeliveryTask',
     [topics.eventsDlq]: 'DeadLetter',
     [topics.logs]: 'LogEntry',
     [topics.evidenceLeaves]: 'EvidenceBatch',

@@ -93,8 +93,11 @@ export function worst(statuses: ProofStatus[]): ProofStatus {
   return 'pass';
 }
 
-/** The consumers whose lag the stage check reads: all but the sink and the delay tiers, which have checks of their own. */
-const STAGE_INPUTS = (t: Topics): [string, string[]][] => consumerGroups(t).filter((c) => c.name !== 'sink' && c.name !== 'retry').map((c) => [c.name, c.reads]);
+/**
+ * The consumers whose lag the stage check reads: all but the sink and the delay tiers, which have
+ * checks of their own, and release, whose lag is the deliveries held for paused destinations.
+ */
+const STAGE_INPUTS = (t: Topics): [string, string[]][] => consumerGroups(t).filter((c) => c.name !== 'sink' && c.name !== 'retry' && c.name !== 'release').map((c) => [c.name, c.reads]);
 const TABLES = ['events', 'event_transitions', 'deliveries', 'logs', 'evidence_leaves', 'evidence_nodes', 'evidence_checkpoints'];
 /** Longest a retry-tier sample is kept, and the fewest seconds between two samples. */
 const SAMPLE_SPACING_MS = 5_000;

@@ -13,6 +13,8 @@ import type { HttpSender, SendResult } from './http-sender';
 import { delayTopicFor } from './delay';
 import { OUTCOME_LINES, outcomeLineFields } from './lines';
 import { authHeader } from '../../core/destination-auth';
+import { holdTask, isHeld } from './hold';
+import { Pacer } from './pace';
 
 /** What delivery needs of the configuration. */
 export interface DestinationPort {
@@ -29,6 +31,8 @@ export interface DeliverDeps {
   defaultSchedule: number[];
   /** True when the sender refused the target (SSRF guard): never worth a retry. */
   isRefusal(err: unknown): boolean;
+  /** Keeps destinations' rate limits; unset, rate_limit_per_s is not enforced. */
+  pacer?: Pacer;
   now?: () => number;
 }
 
@@ -121,7 +125,8 @@ export function deliverStage(deps: DeliverDeps): RecordStage<'DeliveryTask'> {
         return [];
       case 'retry':
       case 'wait': {
-        const next: DeliveryTask = { ...task, attempt: decision.action === 'retry' ? decision.attempt : task.attempt, not_before: decision.at };
+        // the next attempt takes a slot of its own when its wait is over
+        const next: DeliveryTask = { ...task, attempt: decision.action === 'retry' ? decision.attempt : task.attempt, not_before: decision.at, slot_at: null };
         if (!outcome) log.info('breaker open; delivery waits', { ...fields, reason: decision.reason, next_attempt_at: new Date(decision.at).toISOString() });
         return [{ topic: delayTopicFor(topics, decision.at - now()), key: task.destination_id, record: 'DeliveryTask', value: next }];
       }
@@ -137,13 +142,26 @@ export function deliverStage(deps: DeliverDeps): RecordStage<'DeliveryTask'> {
   return {
     kind: 'record',
     ...stageIo(topics, 'deliver', 'DeliveryTask'),
-    async handle(task: DeliveryTask, { log }): Promise<AnyOutput[]> {
+    async handle(input: DeliveryTask, { log }): Promise<AnyOutput[]> {
+      let task = input;
       const fields = { tenant_id: task.tenant_id, event_id: task.event_id, delivery_id: task.delivery_id, destination_id: task.destination_id, correlation_id: task.correlation_id, attempt: task.attempt };
       // a task that came back early waits in the delay topics, not here
       if (task.not_before > now() + 50) {
         return [{ topic: delayTopicFor(topics, task.not_before - now()), key: task.destination_id, record: 'DeliveryTask', value: task }];
       }
       const destination = deps.destinations.get('destination', task.tenant_id, task.destination_id);
+      if (destination && isHeld(destination)) {
+        log.info(`destination ${destination.status}; delivery held`, fields);
+        return [holdTask(topics, task)];
+      }
+      if (destination && deps.pacer && Pacer.limits(destination)) {
+        const paced = await deps.pacer.pace(task, destination);
+        if (paced.action === 'wait') {
+          log.debug('delivery waits for its send slot', { ...fields, reason: paced.reason, slot_at: paced.task.slot_at });
+          return [{ topic: delayTopicFor(topics, paced.task.not_before - now()), key: task.destination_id, record: 'DeliveryTask', value: paced.task }];
+        }
+        task = paced.task;
+      }
       const attemptedAt = now();
       const outcome: DeliveryOutcome = {
         delivery_id: task.delivery_id,

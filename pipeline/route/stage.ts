@@ -30,7 +30,8 @@ export function routeStage(topics: Topics, config: FlowLookup, maxFanout: number
         if (flow.ingester_id !== event.ingester_id) continue;
         for (const id of flow.destination_ids) {
           const destination = config.get('destination', event.tenant_id, id);
-          if (!destination || destination.status !== 'active') continue;
+          // paused and disabled destinations get their tasks too: deliver holds them until resumed
+          if (!destination) continue;
           // a destination in several flows is judged once
           if (considered.has(id)) continue;
           considered.add(id);
@@ -45,7 +46,7 @@ export function routeStage(topics: Topics, config: FlowLookup, maxFanout: number
           log.debug('no destination subscribes to the event; it goes no further', { tenant_id: event.tenant_id, event_id: event.event_id, ingester_id: event.ingester_id, correlation_id: event.correlation_id, event_type: event.event_type });
           return [];
         }
-        log.warn('no active destination in the ingester\'s delivery flows; the event goes no further', { tenant_id: event.tenant_id, event_id: event.event_id, ingester_id: event.ingester_id, correlation_id: event.correlation_id });
+        log.warn('no destination in the ingester\'s delivery flows; the event goes no further', { tenant_id: event.tenant_id, event_id: event.event_id, ingester_id: event.ingester_id, correlation_id: event.correlation_id });
         return [];
       }
       // MAX_FANOUT may have been lowered after the flows were written: the first ones in a

@@ -32,6 +32,12 @@ export interface WindowOptions {
   keyOf?: (value: never) => string;
   /** A function when the limit moves (a share of a deployment-wide limit): read at every start and end. */
   perKey?: number | (() => number);
+  /**
+   * Runs on a decoded record before it takes a place of its key, and may hand the handler a
+   * changed value: a paced delivery waits for its send slot here, holding none of its
+   * destination's places. A failure leaves the value as it was.
+   */
+  prepare?: (value: never) => Promise<unknown>;
 }
 
 /**
@@ -111,7 +117,8 @@ export async function runWindowedStage<N extends RecordName>(stage: RecordStage<
     void (async () => {
       let key = '';
       try {
-        const got = await decoded;
+        let got = await decoded;
+        if (!Array.isArray(got) && options.prepare) got = ((await options.prepare(got as never).catch(() => got)) as RecordTypes[N]);
         if (!Array.isArray(got) && options.keyOf) key = options.keyOf(got as never);
         await keys.acquire(key);
         try {

@@ -39,7 +39,7 @@ describe('the registry of topics and consumers', () => {
     expect(groupIdOf('p.hookline.', 'deliver')).toBe('p.hookline.deliver');
     // filter and route run inside validate's group: the live checks measure the groups that exist
     expect(table.filter((c) => c.within).map((c) => [c.name, c.within])).toEqual([['filter', 'validate'], ['route', 'validate']]);
-    expect(consumerGroups(topics).map((c) => c.name)).toEqual(['validate', 'deliver', 'retry', 'evidence-sequencer', 'sink']);
+    expect(consumerGroups(topics).map((c) => c.name)).toEqual(['validate', 'deliver', 'release', 'retry', 'evidence-sequencer', 'sink']);
   });
 
   it('refuses an output to a topic the stage does not declare', () => {

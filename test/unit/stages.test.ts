@@ -105,18 +105,18 @@ describe('route', () => {
     return outs.map((o) => o.value as DeliveryTask);
   };
 
-  it('makes one task per active destination across the ingester\'s flows, once each, keyed by destination, with ids derived from the event', async () => {
-    const dests = [destination('dst_a'), destination('dst_b'), destination('dst_c', 'disabled')];
-    const tasks = await run([...flows([['dst_b', 'dst_a'], ['dst_a', 'dst_c']]), ...flows([['dst_x']], 'ing_other')], dests);
-    expect(tasks.map((t) => t.destination_id)).toEqual(['dst_a', 'dst_b']);
+  it('makes one task per destination across the ingester\'s flows (paused and disabled ones too: deliver holds those), once each, keyed by destination, with ids derived from the event', async () => {
+    const dests = [destination('dst_a'), destination('dst_b'), destination('dst_c', 'disabled'), destination('dst_d', 'paused')];
+    const tasks = await run([...flows([['dst_b', 'dst_a'], ['dst_a', 'dst_c', 'dst_d', 'dst_gone']]), ...flows([['dst_x']], 'ing_other')], dests);
+    expect(tasks.map((t) => t.destination_id)).toEqual(['dst_a', 'dst_b', 'dst_c', 'dst_d']);
     for (const t of tasks) expect(t).toMatchObject({ event_id: 'evt_1', tenant_id: T, attempt: 1, replay_of: null, hops: 0 });
     const again = await run(flows([['dst_b', 'dst_a']]), dests);
-    expect(again.map((t) => t.delivery_id)).toEqual(tasks.map((t) => t.delivery_id));
-    expect(new Set(tasks.map((t) => t.delivery_id)).size).toBe(2);
+    expect(again.map((t) => t.delivery_id)).toEqual(tasks.slice(0, 2).map((t) => t.delivery_id));
+    expect(new Set(tasks.map((t) => t.delivery_id)).size).toBe(4);
   });
 
-  it('goes no further without an active destination, and keeps the first MAX_FANOUT by id beyond the cap', async () => {
-    expect(await run(flows([['dst_c']]), [destination('dst_c', 'disabled')])).toEqual([]);
+  it('goes no further when every destination was deleted, and keeps the first MAX_FANOUT by id beyond the cap', async () => {
+    expect(await run(flows([['dst_c']]), [])).toEqual([]);
     const many = Array.from({ length: 5 }, (_, i) => destination(`dst_${i}`));
     const tasks = await run(flows([many.map((d) => d.id).reverse()]), many, 3);
     expect(tasks.map((t) => t.destination_id)).toEqual(['dst_0', 'dst_1', 'dst_2']);
