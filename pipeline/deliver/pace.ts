@@ -17,11 +17,9 @@ export interface PaceOptions {
    */
   shortWaitMs: number;
   /**
-   * A task that reaches its attempt later than this, or than half an interval of its limit if
-   * that is less, after its slot takes a new one: late sends (a batch of late returns from the
-   * delay topics, timers that fire late on a busy event loop) would otherwise go out at once.
-   * So every send lies within half an interval after its slot, and no window of 1 s holds more
-   * than rate + 1 sends.
+   * The most a send may lag its slot and still go on it (see lateAllowance): late sends (a batch
+   * of late returns from the delay topics, timers that fire late on a busy event loop) would
+   * otherwise go out together.
    */
   lateMs: number;
   /** With the limiter unreachable, the task waits this long in the delay topics and asks again. */
@@ -30,6 +28,18 @@ export interface PaceOptions {
 
 /** Go now with the slot held (`task.slot_at` set), or wait in the delay topics as `task` says. */
 export type Paced = { action: 'go'; task: DeliveryTask } | { action: 'wait'; task: DeliveryTask; reason: string };
+
+/**
+ * How late after its slot a send may still go on it: half an interval, but at least 100 ms (a
+ * timer on a busy event loop, a batch back from the delay topics), and never more than `capMs`.
+ * A send later than that takes a new slot; within it, the sends of any second stay within the
+ * slots of that second and the 100 ms before it, so at most about a tenth over the limit, while
+ * the average never exceeds it. A tighter allowance wastes slots (each late send gives one up)
+ * and keeps a busy destination well under its limit.
+ */
+export function lateAllowance(capMs: number, ratePerSecond: number): number {
+  return Math.min(capMs, Math.max(100, 500 / ratePerSecond));
+}
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -54,7 +64,7 @@ export class Pacer {
 
   /** The slot the task holds, or a new one; undefined when the limiter does not answer. */
   private async slotOf(task: DeliveryTask, destination: Destination & { rate_limit_per_s: number }): Promise<number | undefined> {
-    const lateMs = Math.min(this.options.lateMs, 500 / destination.rate_limit_per_s);
+    const lateMs = lateAllowance(this.options.lateMs, destination.rate_limit_per_s);
     if (task.slot_at != null && this.now() - task.slot_at <= lateMs) return task.slot_at;
     try {
       // Avro longs: whole milliseconds, never before the slot
@@ -89,7 +99,7 @@ export class Pacer {
     if (wait > 0) {
       await sleep(wait);
       // a timer that fired late is a late send: the slot is checked again
-      if (this.now() - slot > Math.min(this.options.lateMs, 500 / destination.rate_limit_per_s)) return this.pace({ ...task, slot_at: slot }, destination);
+      if (this.now() - slot > lateAllowance(this.options.lateMs, destination.rate_limit_per_s)) return this.pace({ ...task, slot_at: slot }, destination);
     }
     return { action: 'go', task: { ...task, slot_at: slot } };
   }

@@ -51,7 +51,8 @@ export class ReplayMatches {
     if (filter.status) params.status = filter.status;
     let eventType = '';
     if (filter.event_type) {
-      eventType = `AND m_event IN (SELECT event_id FROM ${db}.events FINAL WHERE tenant_id = {tenant:String} AND event_type = {event_type:String})`;
+      // the type validation found is kept in event_types (the events row is written before validation)
+      eventType = `AND m_event IN (SELECT event_id FROM ${db}.event_types WHERE tenant_id = {tenant:String} AND event_type = {event_type:String})`;
       params.event_type = filter.event_type;
     }
     // an attempt before `from` can never be a latest attempt in range: those rows are not read

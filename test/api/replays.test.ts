@@ -185,6 +185,11 @@ describe('replay jobs', () => {
     expect(none.status).toBe(202);
     expect(none.body).toMatchObject({ matched: 0, filter: { event_type: 'nothing.here' } });
     expect(await waitFinished(none.body.id)).toMatchObject({ status: 'completed', matched: 0, replayed: 0 });
+    // the type validation found for an event (kept in event_types, as the sink writes it): only that event matches
+    await svc.clickhouse.insert({ table: `${svc.config.clickhouseDatabase}.event_types`, values: [{ tenant_id: svc.tenantId, event_id: inside[0]!.eventId, event_type: 'invoice.paid', received_at: Date.now() }], format: 'JSONEachRow' });
+    const typed = await svc.api('POST', base(), { from, to, event_type: 'invoice.paid' });
+    expect(typed.body).toMatchObject({ matched: 1 });
+    expect(await waitFinished(typed.body.id)).toMatchObject({ status: 'completed', matched: 1, replayed: 1, delivered: 1 });
     expectProblem(await svc.api('GET', `${base()}/rpl_01jzzzzzzzzzzzzzzzzzzzzzzz`), 404, 'not-found', svc.config.errorBase);
     expectProblem(await svc.api('DELETE', `${base()}/rpl_01jzzzzzzzzzzzzzzzzzzzzzzz`), 404, 'not-found', svc.config.errorBase);
 

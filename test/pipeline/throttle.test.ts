@@ -132,11 +132,13 @@ describe('rate limit per destination across deliver processes', () => {
       return rows.length >= n ? rows : undefined;
     }, 20_000);
     expect(started).toHaveLength(n);
-    expect(maxInWindow(started, 1_000)).toBeLessThanOrEqual(rate + 1);
+    // a send may go up to 100 ms after its slot (lateAllowance): a second holds at most the slots
+    // of 1.1 s, and the first of them
+    expect(maxInWindow(started, 1_000)).toBeLessThanOrEqual(Math.ceil(rate * 1.1) + 1);
     // as the receiver got them: between an attempt's start and its arrival lie the deliver
     // process's event loop, a connection and the network, tens of ms on a busy machine, which
     // may put one or two more into a second
-    expect(maxInWindow(times, 1_000)).toBeLessThanOrEqual(rate + 3);
+    expect(maxInWindow(times, 1_000)).toBeLessThanOrEqual(Math.ceil(rate * 1.1) + 3);
     const span = Math.max(...times) - Math.min(...times);
     expect(span).toBeGreaterThanOrEqual(((n - 1) / rate) * 1_000 - 250);
     // the limit costs the unthrottled destination nothing: it was done before the limited one was half way
@@ -193,10 +195,10 @@ describe('pacing decisions', () => {
     const back = await new Pacer(slots, options, () => 105_000).pace(paced.task, destination);
     expect(back).toEqual({ action: 'go', task: paced.task });
     expect(calls).toBe(1);
-    // past its slot by more than half an interval (a lagging consumer): a new slot, so that late sends do not bunch
-    await new Pacer(slots, options, () => 105_049).pace(paced.task, destination);
+    // past its slot by more than the allowance (half an interval, at least 100 ms: a lagging consumer): a new slot, so that late sends do not bunch
+    await new Pacer(slots, options, () => 105_099).pace(paced.task, destination);
     expect(calls).toBe(1);
-    await new Pacer(slots, options, () => 105_051).pace(paced.task, destination);
+    await new Pacer(slots, options, () => 105_101).pace(paced.task, destination);
     expect(calls).toBe(2);
   });
 
