@@ -33,7 +33,7 @@ type Owned = Partial<Record<keyof typeof ID_PREFIX, string[]>>;
 function kindOfName(name: string): keyof typeof ID_PREFIX | 'any' | undefined {
   const base = name.replace(/_ids?$/, '');
   if (base === 'id' || name === 'id') return 'any';
-  const aliases: Record<string, keyof typeof ID_PREFIX> = { payload: 'savedPayload', saved_payload: 'savedPayload', key: 'apiKey', api_key: 'apiKey', flow: 'flow', delivery_flow: 'flow' };
+  const aliases: Record<string, keyof typeof ID_PREFIX> = { payload: 'savedPayload', saved_payload: 'savedPayload', key: 'apiKey', api_key: 'apiKey', flow: 'flow', delivery_flow: 'flow', replay: 'replayJob' };
   if (aliases[base]) return aliases[base];
   const camel = base.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
   if (camel in ID_PREFIX) return camel as keyof typeof ID_PREFIX;
@@ -135,6 +135,10 @@ describe('tenant isolation matrix', () => {
     const eventType = await asB('POST', '/event-types', { name: `${tag}.b.type`, description: `${tag}-event-type-b`, schema: { title: `${tag}-schema-b` } });
     expect(eventType.status).toBe(201);
     b.eventType = [eventType.body.id];
+    // a replay job of B (a range with nothing in it: it completes at once, and stays readable)
+    const replay = await asB('POST', '/replays', { from: '2020-01-01T00:00:00Z', to: '2020-01-02T00:00:00Z' });
+    expect(replay.status).toBe(202);
+    b.replayJob = [replay.body.id];
     secretsOfB.push(`${tag}.b.type`, `${tag}-event-type-b`, `${tag}-schema-b`);
     secretsOfB.push(`${tag} B good`, `${tag} B failing`, `${tag} B ingester`, `${tag} B flow`, `${tag} B payload`, `${tag}-payload-b`, `${tag}-b-good`, `${tag}-b-failing`, ingesterSecret, good.body.signing_secret, bad.body.signing_secret);
     const shown = await asB('GET', `/ingesters/${ingester.body.id}`);

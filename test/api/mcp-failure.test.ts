@@ -50,10 +50,14 @@ describe('proofs and planes follow a broken dependency', () => {
   });
 
   it('Redis stopped: PROOF-007, TRUST-009 and the control plane fail; restarted: they pass again', async () => {
-    const before = await proofs();
+    // with Redis up they pass; on a busy machine one Redis answer may miss the limiter's 250 ms
+    // (it fails open for that request), so the healthy state is the one the proofs settle in
+    const before = await eventually('the Redis proofs passing', async () => {
+      const p = await proofs();
+      return p['PROOF-007'].status === 'pass' && p['TRUST-009'].status === 'pass' ? p : undefined;
+    }, 30_000, 500);
     expect(before['PROOF-007']).toMatchObject({ status: 'pass', observed: { answer: 'PONG' } });
-    expect(before['TRUST-009'].status).toBe('pass');
-    expect((await planes()).control.status).toBe('pass');
+    await eventually('the control plane passing', async () => ((await planes()).control.status === 'pass' ? true : undefined), 30_000, 500);
 
     await redis!.stop();
     redis = undefined;

@@ -123,7 +123,11 @@ describe('rate limit per destination across deliver processes', () => {
     const times = (await control<{ arrivals: number[] }>('GET', '/__bench/detail')).arrivals;
     // every delivery, from both processes
     expect(times).toHaveLength(n);
-    for (const d of deliverers) expect(d.stdout()).toContain(limited.destinationId);
+    // both processes read the limited deliveries (each owns one of the two partitions they were put
+    // on, the group was Stable with two members) and reserved their slots in the one Redis; which
+    // process makes an attempt depends on the slot: one too far ahead waits on the delay topics and
+    // comes back keyed by destination, to one partition, so a process may end up making none
+    expect(deliverers.some((d) => d.stdout().includes(limited.destinationId))).toBe(true);
     // when the attempts started, as their outcome records have it (after the wait for the slot):
     // what the limit governs, read in each deliver process right before its request
     const started = await eventually('every attempt recorded', async () => {
