@@ -27,8 +27,7 @@ export interface DestinationChange {
  * The members a history shows, each as the API shows it. The signing secrets are not among
  * them: a rotation shows only when the previous secret stops signing.
  */
-function shown(d: Destination | undefined): Record<string, unknown> {
-  if (!d) return {};
+export function shownMembers(d: Destination) {
   return {
     name: d.name,
     url: d.url,
@@ -42,6 +41,10 @@ function shown(d: Destination | undefined): Record<string, unknown> {
     filter: d.filter ?? null,
     previous_secret_expires_at: d.previous_secret_expires_at ?? null,
   };
+}
+
+function shown(d: Destination | undefined): Record<string, unknown> {
+  return d ? shownMembers(d) : {};
 }
 
 /** The members that differ between two versions (either may be absent: created, deleted). */

@@ -1,8 +1,9 @@
 import type { Response } from 'express';
-import { acceptDestinationAuth, authSecret, maskAuth } from '../../core/destination-auth';
+import { acceptDestinationAuth, authSecret } from '../../core/destination-auth';
 import type { FieldError } from '../../core/errors';
 import { parseFilters, type FilterRule } from '../../core/filters';
 import { eventTypesProblems } from '../../core/subscriptions';
+import { shownMembers } from '../../core/destination-changes';
 import type { Destination, DestinationAuth } from '../../core/model';
 import { maskValue } from '../../core/secrets/fields';
 import type { ConfigStore } from '../../platform/config-store/config-store';
@@ -15,22 +16,7 @@ import type { BodyCheck } from '../validation';
 
 /** The destination as the API shows it: credentials masked, the signing secrets never. */
 export function destinationView(d: Destination) {
-  return {
-    id: d.id,
-    name: d.name,
-    url: d.url,
-    status: d.status,
-    enabled: d.status === 'active',
-    created_at: d.created_at,
-    updated_at: d.updated_at,
-    disabled_reason: d.disabled_reason,
-    retry_schedule_ms: d.retry_schedule_ms ?? null,
-    auth: maskAuth(d.auth),
-    rate_limit_per_s: d.rate_limit_per_s ?? null,
-    event_types: d.event_types ?? null,
-    filter: d.filter ?? null,
-    previous_secret_expires_at: d.previous_secret_expires_at ?? null,
-  };
+  return { id: d.id, ...shownMembers(d), created_at: d.created_at, updated_at: d.updated_at };
 }
 
 /** The members of a destination body the service sets: a body may carry them only as they are. */

@@ -1,5 +1,5 @@
+import { blankOutcome } from './outcome';
 import { HOPS_HEADER } from '../../core/hops';
-import { createHash } from 'node:crypto';
 import type { Destination } from '../../core/model';
 import { stageIo, type Topics } from '../../core/topics';
 import { signStandardWebhook } from '../../core/signing/standard-webhooks';
@@ -163,23 +163,7 @@ export function deliverStage(deps: DeliverDeps): RecordStage<'DeliveryTask'> {
         task = paced.task;
       }
       const attemptedAt = now();
-      const outcome: DeliveryOutcome = {
-        delivery_id: task.delivery_id,
-        event_id: task.event_id,
-        tenant_id: task.tenant_id,
-        destination_id: task.destination_id,
-        correlation_id: task.correlation_id,
-        attempt_number: task.attempt,
-        status: 'failed',
-        response_code: null,
-        attempted_at: attemptedAt,
-        duration_ms: 0,
-        error_message: null,
-        body_sha256: createHash('sha256').update(task.body).digest('hex'),
-        next_attempt_at: null,
-        replay_of: task.replay_of ?? null,
-        replay_job_id: task.replay_job_id ?? null,
-      };
+      const outcome: DeliveryOutcome = blankOutcome(task, attemptedAt);
       if (!destination || destination.status !== 'active') {
         const reason = destination ? `the destination is ${destination.status}${destination.disabled_reason ? `: ${destination.disabled_reason}` : ''}` : 'the destination no longer exists';
         outcome.error_message = reason;

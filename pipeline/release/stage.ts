@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { blankOutcome } from '../deliver/outcome';
 import type { KafkaMessage } from 'kafkajs';
 import type { Destination, Entity } from '../../core/model';
 import { consumerSpec, type Topics } from '../../core/topics';
@@ -59,21 +59,7 @@ export function failGone(topics: Topics, task: DeliveryTask, now: number): AnyOu
   const reason = 'the destination no longer exists';
   const event = { event_id: task.event_id, tenant_id: task.tenant_id, ingester_id: task.ingester_id, correlation_id: task.correlation_id };
   const ids = { delivery_id: task.delivery_id, destination_id: task.destination_id };
-  const outcome: DeliveryOutcome = {
-    delivery_id: task.delivery_id,
-    event_id: task.event_id,
-    tenant_id: task.tenant_id,
-    destination_id: task.destination_id,
-    correlation_id: task.correlation_id,
-    attempt_number: task.attempt,
-    status: 'failed',
-    response_code: null,
-    attempted_at: now,
-    duration_ms: 0,
-    error_message: reason,
-    body_sha256: createHash('sha256').update(task.body).digest('hex'),
-    next_attempt_at: null,
-  };
+  const outcome: DeliveryOutcome = { ...blankOutcome(task, now), error_message: reason };
   return [
     { topic: topics.deliveryCompleted, key: task.destination_id, record: 'DeliveryOutcome', value: outcome },
     transition(topics, event, 'failed', { ...ids, reason }),
