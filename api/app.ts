@@ -1,6 +1,7 @@
 import express, { type Express, type NextFunction, type Request, type Response, type Router } from 'express';
 import type { ClickHouseClient } from '@clickhouse/client';
 import { AppError } from '../core/errors';
+import { jsonDepth } from '../core/json-depth';
 import { newId } from '../core/ids';
 import type { Logger } from '../core/log';
 import type { ConfigStore } from '../platform/config-store/config-store';
@@ -96,20 +97,6 @@ function requestId(_req: Request, res: Response, next: NextFunction): void {
 /** Deepest JSON nesting a request body may have; deeper bodies would only exhaust the stack. */
 export const MAX_JSON_DEPTH = 64;
 
-/** Nesting depth of a parsed JSON value, walked without recursion. */
-export function jsonDepth(value: unknown): number {
-  let max = 0;
-  const stack: [unknown, number][] = [[value, 1]];
-  while (stack.length > 0) {
-    const [v, d] = stack.pop()!;
-    if (typeof v !== 'object' || v === null) continue;
-    if (d > max) max = d;
-    if (max > MAX_JSON_DEPTH) return max;
-    for (const child of Object.values(v as Record<string, unknown>)) stack.push([child, d + 1]);
-  }
-  return max;
-}
-
 /** JSON bodies only, and only as application/json (or +json). */
 function jsonBody(): express.RequestHandler {
   const parse = express.json({ limit: '1mb', strict: false, type: () => true });
@@ -122,7 +109,7 @@ function jsonBody(): express.RequestHandler {
     }
     return parse(req, res, (err?: unknown) => {
       if (err) return next(err);
-      if (jsonDepth(req.body) > MAX_JSON_DEPTH) {
+      if (jsonDepth(req.body, MAX_JSON_DEPTH) > MAX_JSON_DEPTH) {
         return next(new AppError('validation-error', `the body nests deeper than ${MAX_JSON_DEPTH} levels`, { errors: [{ field: 'body', message: `nests deeper than ${MAX_JSON_DEPTH} levels` }] }));
       }
       return next();

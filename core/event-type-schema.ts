@@ -1,6 +1,7 @@
 import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import type { FieldError } from './errors';
+import { jsonDepth } from './json-depth';
 import { compilePattern } from './regex';
 
 /**
@@ -32,7 +33,7 @@ const re2Engine = Object.assign(
 export function schemaProblems(schema: Record<string, unknown>, field = 'schema'): FieldError[] {
   const bytes = Buffer.byteLength(JSON.stringify(schema));
   if (bytes > MAX_SCHEMA_BYTES) return [{ field, message: `is ${bytes} bytes of JSON, more than ${MAX_SCHEMA_BYTES}` }];
-  const depth = depthOf(schema);
+  const depth = jsonDepth(schema, MAX_SCHEMA_DEPTH);
   if (depth > MAX_SCHEMA_DEPTH) return [{ field, message: `nests objects and arrays ${depth} levels deep, more than ${MAX_SCHEMA_DEPTH}` }];
   if (schema.$schema !== undefined && schema.$schema !== JSON_SCHEMA_2020_12) return [{ field: `${field}.$schema`, message: `must be ${JSON_SCHEMA_2020_12} (or absent)` }];
   const remote = remoteRefs(schema, field);
@@ -84,19 +85,6 @@ function remoteRefs(schema: unknown, field: string): FieldError[] {
     }
   }
   return found;
-}
-
-function depthOf(value: unknown): number {
-  let max = 0;
-  const stack: [unknown, number][] = [[value, 1]];
-  while (stack.length > 0) {
-    const [v, d] = stack.pop()!;
-    if (typeof v !== 'object' || v === null) continue;
-    if (d > max) max = d;
-    if (max > MAX_SCHEMA_DEPTH) return max;
-    for (const child of Object.values(v)) stack.push([child, d + 1]);
-  }
-  return max;
 }
 
 /** `/properties/a~1b/type` under `schema` as the API names fields: `schema.properties.a/b.type`. */

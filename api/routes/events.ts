@@ -2,28 +2,10 @@ import express, { type Router } from 'express';
 import type { ClickHouseClient } from '@clickhouse/client';
 import { AppError, notFound } from '../../core/errors';
 import { decodeStoredBody } from '../../core/stored-body';
-import { HOPS_HEADER, hopsOf } from '../../core/hops';
 import type { ConfigStore } from '../../platform/config-store/config-store';
-import type { DeliveryTask } from '../../platform/avro/records';
+import { readStoredEvents, taskOfStoredEvent } from '../../platform/replay/stored-events';
 import { replayDelivery, type ReplayDeps } from '../../platform/replay/replay';
 import { authOf, requireResource, requireScope } from '../auth';
-
-interface EventRow {
-  ingester_id: string;
-  correlation_id: string;
-  received_at_ms: string;
-  content_type: string | null;
-  body: string;
-  body_sha256: string;
-  headers: string;
-}
-
-/** The hop count the event arrived with, so that a retry counts as the delivery it repeats. */
-function hopsOfStored(headers: string): number {
-  const pairs = JSON.parse(headers) as [string, string][];
-  return hopsOf(pairs.find(([name]) => name === HOPS_HEADER)?.[1]);
-}
-
 
 export function eventsRouter(clickhouse: ClickHouseClient, database: string, store: ConfigStore, replay: ReplayDeps): Router {
   const router = express.Router({ mergeParams: true });
@@ -36,13 +18,7 @@ export function eventsRouter(clickhouse: ClickHouseClient, database: string, sto
     const key = authOf(res);
     const eventId = String(req.params.eventId);
     const params = { tenant: key.tenant_id, event: eventId };
-    const eventRs = await clickhouse.query({
-      query: `SELECT ingester_id, correlation_id, toString(toUnixTimestamp64Milli(received_at)) AS received_at_ms, content_type, body, body_sha256, headers
-              FROM ${database}.events FINAL WHERE tenant_id = {tenant:String} AND event_id = {event:String} LIMIT 1`,
-      query_params: params,
-      format: 'JSONEachRow',
-    });
-    const [event] = await eventRs.json<EventRow>();
+    const event = (await readStoredEvents(clickhouse, database, key.tenant_id, [eventId])).get(eventId);
     if (!event) throw notFound(`event ${eventId}`);
     // never deliver bytes other than the ones received
     const body = decodeStoredBody(event.body, event.body_sha256);
@@ -66,21 +42,7 @@ export function eventsRouter(clickhouse: ClickHouseClient, database: string, sto
         skipped.push(d.destination_id);
         continue;
       }
-      const task: DeliveryTask = {
-        delivery_id: d.delivery_id,
-        event_id: eventId,
-        tenant_id: key.tenant_id,
-        ingester_id: event.ingester_id,
-        destination_id: d.destination_id,
-        correlation_id: event.correlation_id,
-        attempt: 1,
-        not_before: Date.now(),
-        received_at: Number(event.received_at_ms),
-        content_type: event.content_type,
-        body,
-        replay_of: null,
-        hops: hopsOfStored(event.headers),
-      };
+      const task = taskOfStoredEvent(event, body, { delivery_id: d.delivery_id, tenant_id: key.tenant_id, destination_id: d.destination_id, replay_of: null });
       const id = await replayDelivery(replay, task, `retry requested through the API (request ${String(res.getHeader('x-request-id'))})`);
       if (id) queued.push(id);
     }

@@ -1,5 +1,6 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import type { ReplayJob } from '../../core/model';
+import { readStoredEvents, type StoredEvent } from './stored-events';
 
 /** One delivery a replay job repeats: its latest attempt, in the job's order. */
 export interface ReplayMatch {
@@ -10,17 +11,6 @@ export interface ReplayMatch {
   at_ms: number;
 }
 
-/** The stored event a replay sends again. */
-export interface StoredEvent {
-  event_id: string;
-  ingester_id: string;
-  correlation_id: string;
-  received_at_ms: string;
-  content_type: string | null;
-  body: string;
-  body_sha256: string;
-  headers: string;
-}
 
 export type ReplayFilter = ReplayJob['filter'];
 
@@ -95,15 +85,8 @@ export class ReplayMatches {
   }
 
   /** The stored events of these ids, by id. */
-  async events(tenantId: string, eventIds: readonly string[]): Promise<Map<string, StoredEvent>> {
-    if (eventIds.length === 0) return new Map();
-    const rs = await this.clickhouse.query({
-      query: `SELECT event_id, ingester_id, correlation_id, toString(toUnixTimestamp64Milli(received_at)) AS received_at_ms, content_type, body, body_sha256, headers
-              FROM ${this.database}.events FINAL WHERE tenant_id = {tenant:String} AND event_id IN {ids:Array(String)}`,
-      query_params: { tenant: tenantId, ids: [...new Set(eventIds)] },
-      format: 'JSONEachRow',
-    });
-    return new Map((await rs.json<StoredEvent>()).map((e) => [e.event_id, e]));
+  events(tenantId: string, eventIds: readonly string[]): Promise<Map<string, StoredEvent>> {
+    return readStoredEvents(this.clickhouse, this.database, tenantId, eventIds);
   }
 
   /** How the deliveries the job queued ended so far: delivered, or failed for good. */

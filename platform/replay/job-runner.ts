@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { HOPS_HEADER, hopsOf } from '../../core/hops';
 import { derivedId } from '../../core/ids';
 import { errorMessage, type Logger } from '../../core/log';
 import type { ReplayJob } from '../../core/model';
@@ -8,7 +7,8 @@ import { decodeStoredBody } from '../../core/stored-body';
 import type { DeliveryTask } from '../avro/records';
 import type { ConfigStore } from '../config-store/config-store';
 import { RedisTokenLeases } from '../redis/token-leases';
-import type { ReplayMatches, StoredEvent } from './job-matches';
+import type { ReplayMatches } from './job-matches';
+import { taskOfStoredEvent, type StoredEvent } from './stored-events';
 import { queueReplays, type ReplayDeps } from './replay';
 
 export interface ReplayRunnerOptions {
@@ -57,12 +57,6 @@ export const replayKeys = (prefix: string, jobId: string) => ({
   progress: `${prefix}replay:progress:${jobId}`,
   cancelled: `${prefix}replay:cancelled:${jobId}`,
 });
-
-/** The hop count the event arrived with, so that a replay counts as the delivery it repeats. */
-function hopsOfStored(headers: string): number {
-  const pairs = JSON.parse(headers) as [string, string][];
-  return hopsOf(pairs.find(([name]) => name === HOPS_HEADER)?.[1]);
-}
 
 /**
  * Runs the replay jobs of the deployment in its API processes. Each running job is held by one
@@ -221,22 +215,7 @@ export class ReplayJobRunner {
         skipped += 1;
         continue;
       }
-      tasks.push({
-        delivery_id: derivedId('delivery', createdAt, `${job.id}/${m.delivery_id}`),
-        event_id: m.event_id,
-        tenant_id: job.tenant_id,
-        ingester_id: event.ingester_id,
-        destination_id: m.destination_id,
-        correlation_id: event.correlation_id,
-        attempt: 1,
-        not_before: Date.now(),
-        received_at: Number(event.received_at_ms),
-        content_type: event.content_type,
-        body,
-        replay_of: m.delivery_id,
-        hops: hopsOfStored(event.headers),
-        replay_job_id: job.id,
-      });
+      tasks.push(taskOfStoredEvent(event, body, { delivery_id: derivedId('delivery', createdAt, `${job.id}/${m.delivery_id}`), tenant_id: job.tenant_id, destination_id: m.destination_id, replay_of: m.delivery_id, replay_job_id: job.id }));
     }
     await queueReplays(this.o.replay, tasks, `replay job ${job.id}`);
     const last = slice[slice.length - 1]!;
