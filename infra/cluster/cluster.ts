@@ -81,8 +81,17 @@ function servesHttpArgs(args: readonly string[]): boolean {
 
 /** A server started on a port of its own, which stop() and start() take down and bring back there. */
 async function restartable(start: (port: number) => Promise<{ url: string; stop(): Promise<void> }>): Promise<Restartable> {
-  const port = await freePort();
-  let server: { url: string; stop(): Promise<void> } | undefined = await start(port);
+  // the free port may be taken by another process before the server binds it: a few ports are tried
+  let port = await freePort();
+  let server: { url: string; stop(): Promise<void> } | undefined;
+  for (let attempt = 1; !server; attempt++) {
+    try {
+      server = await start(port);
+    } catch (err) {
+      if (attempt >= 3) throw err;
+      port = await freePort();
+    }
+  }
   return {
     url: server.url,
     async stop() {

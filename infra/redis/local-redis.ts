@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import net from 'node:net';
 import { spawnTethered } from '../process/child';
@@ -19,15 +19,42 @@ export interface LocalRedis {
 export async function startLocalRedis(dataDir: string, options: { port?: number } = {}): Promise<LocalRedis> {
   requireRedisServer();
   mkdirSync(dataDir, { recursive: true });
-  const port = options.port ?? (await freePort());
+  // a free port can be taken by someone else before redis-server binds it: then another one
+  for (let attempt = 1; ; attempt++) {
+    const port = options.port ?? (await freePort());
+    try {
+      return await startOn(dataDir, port);
+    } catch (err) {
+      if (options.port !== undefined || !(err instanceof RedisExited) || attempt >= 3) throw err;
+    }
+  }
+}
+
+/** redis-server ended before it answered (e.g. its port was taken meanwhile). */
+class RedisExited extends Error {}
+
+async function startOn(dataDir: string, port: number): Promise<LocalRedis> {
+  const logFile = path.join(dataDir, 'redis.log');
   const child = spawnTethered(
     'redis',
     'redis-server',
-    ['--bind', '127.0.0.1', '--port', String(port), '--dir', dataDir, '--appendonly', 'yes', '--appendfsync', 'everysec', '--save', '', '--protected-mode', 'yes', '--logfile', path.join(dataDir, 'redis.log')],
+    ['--bind', '127.0.0.1', '--port', String(port), '--dir', dataDir, '--appendonly', 'yes', '--appendfsync', 'everysec', '--save', '', '--protected-mode', 'yes', '--logfile', logFile],
     { logFile: path.join(dataDir, 'stdout.log') },
   );
   const url = `redis://127.0.0.1:${port}`;
-  await waitFor('local Redis', () => ping(port), 20_000, 100);
+  // an exit before the first answer is reported at once, with the end of its log, not after the timeout
+  const ended = child.exited.then(({ code, signal }) => {
+    const tail = existsSync(logFile) ? readFileSync(logFile, 'utf8').trim().split('\n').slice(-3).join(' | ') : '';
+    throw new RedisExited(`local Redis on port ${port} exited (${signal ?? `code ${code}`}) before answering${tail ? `: ${tail}` : ''}`);
+  });
+  ended.catch(() => undefined);
+  let ready = false;
+  try {
+    await Promise.race([waitFor('local Redis', () => ping(port), 20_000, 100), ended]);
+    ready = true;
+  } finally {
+    if (!ready) await child.stop(1_000);
+  }
   return { url, pid: child.pid, stop: () => child.stop(5_000) };
 }
 
