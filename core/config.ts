@@ -75,6 +75,8 @@ export interface Config {
   apiKeyLastUsedIntervalSeconds: number;
   /** Replayed deliveries queued per second by all replay jobs of the deployment together. */
   replayRatePerS: number;
+  /** Operational events: one per subject and type per `windowMs`, at most `perTenant` per tenant in a window. */
+  operationalEvents: { windowMs: number; perTenant: number };
   rateLimits: RateLimits;
   /** Webhooks a Hook URL, and all Hook URLs of one tenant, accept; `null` is off. */
   ingestRateLimits: { perHook: RateLimit | null; perTenant: RateLimit | null; timeoutMs: number };
@@ -376,6 +378,10 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     idempotencyTtlSeconds: r.integer('IDEMPOTENCY_TTL_SECONDS', 86_400, 1, 30 * 86_400),
     apiKeyLastUsedIntervalSeconds: r.integer('API_KEY_LAST_USED_INTERVAL_SECONDS', 60, 1, 86_400),
     replayRatePerS: r.integer('REPLAY_RATE_PER_S', 100, 1, 100_000),
+    operationalEvents: {
+      windowMs: r.integer('OPERATIONAL_EVENT_WINDOW_MS', 300_000, 1_000, 86_400_000),
+      perTenant: r.integer('OPERATIONAL_EVENTS_PER_TENANT', 100, 1, 100_000),
+    },
     rateLimits: r.rateLimits('RATE_LIMITS', 'default=600/60s'),
     ingestRateLimits: {
       perHook: r.rateLimit('INGEST_RATE_LIMIT_PER_HOOK', '500/1s'),
@@ -520,6 +526,8 @@ export const SETTINGS: SettingDoc[] = [
   { env: 'MAX_EVENT_TYPES_PER_TENANT', default: '1000', unit: 'event types', description: 'Most event types one tenant\'s catalogue may hold; one more is 403 quota-exceeded.' },
   { env: 'API_KEY_LAST_USED_INTERVAL_SECONDS', default: '60', unit: 'seconds', description: 'An API process records a key\'s `last_used_at` in Redis at most once per this interval per key (not on every request), so the time shown is accurate to about it.' },
   { env: 'REPLAY_RATE_PER_S', default: '100', unit: 'deliveries/s', description: 'Replayed deliveries all replay jobs of the deployment queue together per second (a token bucket in Redis shared by every API process), so that a replay cannot crowd out live deliveries. 1 to 100000.' },
+  { env: 'OPERATIONAL_EVENT_WINDOW_MS', default: '300000', unit: 'milliseconds', description: 'Operational events (`destination.disabled`, `destination.breaker_opened`, `delivery.exhausted`, `replay.completed`): at most one per type and subject (destination or replay job) in this window, however many deliver processes see the happening; the ones left out are counted in the next one\'s `suppressed`.' },
+  { env: 'OPERATIONAL_EVENTS_PER_TENANT', default: '100', unit: 'events per window', description: 'Most operational events one tenant gets in an OPERATIONAL_EVENT_WINDOW_MS window, whatever their subjects.' },
   { env: 'DISABLED_WRITE_GROUPS', default: '(empty)', unit: 'list of write scopes', description: 'Write groups switched off, e.g. `write:destinations`: their routes answer 403 write-tool-disabled with `tool_group`.' },
   { env: 'EVIDENCE_SIGNING_KEY', default: 'unset: generated', unit: 'note signer key', description: 'Ed25519 key that signs the evidence checkpoints, as `PRIVATE+KEY+<origin>+<key id>+<base64>` (the C2SP signed-note / Go `note` format); its name is the log\'s origin. Unset, one is generated on first start and kept in `DATA_DIR/evidence/signing-key`. Processes split by stage must share it: a process that runs the api or evidence stage but not every stage refuses to start without it, and a process without it whose generated key did not sign the deployment\'s log (its newest checkpoint names the key) refuses to start too.' },
   { env: 'EVIDENCE_ORIGIN', default: 'hookline/evidence/<random>', unit: 'string', description: 'Origin (first checkpoint line and key name) given to a generated signing key.' },

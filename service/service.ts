@@ -59,6 +59,7 @@ import { BreakerBoard } from '../platform/redis/breaker-board';
 import { RedisTokenLeases } from '../platform/redis/token-leases';
 import { IngestLimiter } from '../pipeline/ingest/limits';
 import { topology } from './topology';
+import { OperationalEvents, publishOnReceived } from '../platform/operational/emitter';
 
 export interface RunningService {
   /** Base URL of the HTTP server, when this process runs the api stage. */
@@ -231,9 +232,13 @@ export async function startService(config: Config, log = new Logger(config.logLe
     const board = new BreakerBoard(redis, config.topicPrefix, { expiresMs: Math.max(5_000, 3 * config.deliverySyncMs) });
     // the owner's trial takes at most one attempt's time; the others see its answer one sync later
     const peers = new DeliverPeers(board, { limit: config.deliveryPerDestination, syncMs: config.deliverySyncMs, timing: { resetMs: config.breaker.resetTimeoutMs, trialMs: config.deliveryTimeoutMs + config.deliverySyncMs } }, log);
+    // operational events: what the service tells tenants about their destinations and replays
+    const operational = new OperationalEvents({ config: store, redis, prefix: config.topicPrefix, publish: publishOnReceived(producer, codec, topics.received), ...config.operationalEvents, log });
+    cleanups.push(() => operational.settle());
     const breakers = new Breakers(config.breaker, (destinationId, state, tenantId) => {
       log.info(`circuit breaker ${state}`, { tenant_id: tenantId, destination_id: destinationId, breaker: state });
       board.record(tenantId, destinationId, state).catch((err: unknown) => log.warn('breaker state not published', { destination_id: destinationId, error: errorMessage(err) }));
+      if (state === 'open') operational.track(operational.breakerOpened(tenantId, destinationId, config.breaker.resetTimeoutMs));
     }, peers);
     cleanups.push(async () => breakers.shutdown());
     if (config.stages.includes('deliver')) {
@@ -256,7 +261,7 @@ export async function startService(config: Config, log = new Logger(config.logLe
     const starting: Promise<RunningStage>[] = [];
     if (has('validate') || has('filter') || has('route')) {
       const filter = filterStage(topics, store, config.filterLimits);
-      const route = routeStage(topics, store, config.maxFanout, config.filterLimits);
+      const route = routeStage(topics, store, config.maxFanout, config.filterLimits, (tenantId) => store.list('destination', tenantId));
       // the filter and route groups of a deployment that ran them on their own finish what they
       // had left (route's first: the filter group's leftovers are routed in the same pass) and
       // stop; their ends are read before the chain writes anything
@@ -277,10 +282,11 @@ export async function startService(config: Config, log = new Logger(config.logLe
           const applied = await store.update({ ...current, status: 'disabled', disabled_reason: reason, updated_at: new Date().toISOString() });
           if (applied) log.warn('destination disabled', { tenant_id: d.tenant_id, destination_id: d.id, reason });
           else log.info('destination deleted before it could be disabled', { tenant_id: d.tenant_id, destination_id: d.id, reason });
+          return applied;
         },
       };
       const pacer = new Pacer(new RedisSendSlots(redis, config.topicPrefix), { shortWaitMs: config.deliveryRateWaitMs + (topics.retryTiers[0]?.delayMs ?? 0), lateMs: 1_000, unreachableWaitMs: 1_000 });
-      const stage = deliverStage({ topics, destinations, sender, breakers, defaultSchedule: config.retryScheduleMs, isRefusal: isSsrfRefusal, pacer });
+      const stage = deliverStage({ topics, destinations, sender, breakers, defaultSchedule: config.retryScheduleMs, isRefusal: isSsrfRefusal, pacer, happenings: operational });
       const prepare = (t: DeliveryTask) => pacer.prepare(t, store.get('destination', t.tenant_id, t.destination_id));
       // a paced delivery whose slot is still far only moves on to the delay topics: it takes none of its destination's places
       const keyOf = (t: DeliveryTask) => (t.slot_at != null && t.slot_at > Date.now() + 50 ? `${t.destination_id}/waits` : t.destination_id);
@@ -355,7 +361,7 @@ export async function startService(config: Config, log = new Logger(config.logLe
         health: probe,
       },
     };
-    if (services && has('api')) startReplayJobs({ store, matches: new ReplayMatches(services.clickhouse, config.clickhouseDatabase), replay: services.replay, redis, prefix: config.topicPrefix, ratePerS: config.replayRatePerS, log }, cleanups);
+    if (services && has('api')) startReplayJobs({ store, matches: new ReplayMatches(services.clickhouse, config.clickhouseDatabase), replay: services.replay, redis, prefix: config.topicPrefix, ratePerS: config.replayRatePerS, log, operational }, cleanups);
     connections.ready = true;
     log.info('service ready', { url, stages: config.stages, data_dir: config.dataDir });
 

@@ -12,7 +12,8 @@ export type Decision =
   | { action: 'retry'; at: number; attempt: number; reason: string }
   /** No attempt was made (the breaker is open): wait, keeping the attempt number. */
   | { action: 'wait'; at: number; reason: string }
-  | { action: 'dead'; reason: string; disableDestination: boolean };
+  /** `exhausted`: the schedule has no attempt left (rather than an answer that is final at once). */
+  | { action: 'dead'; reason: string; disableDestination: boolean; exhausted?: true };
 
 /** The longest Retry-After we honour; beyond it the schedule's own wait applies. */
 export const MAX_RETRY_AFTER_MS = 24 * 3_600_000;
@@ -55,7 +56,7 @@ export function decide(result: AttemptResult, attempt: number, schedule: number[
   if (result.kind === 'error' && result.refused) return { action: 'dead', reason, disableDestination: false };
   const wait = delayBefore(schedule, attempt + 1, 0.1, random);
   if (wait === undefined) {
-    return { action: 'dead', reason: `retries exhausted after ${attempt} attempts; last: ${reason}`, disableDestination: false };
+    return { action: 'dead', reason: `retries exhausted after ${attempt} attempts; last: ${reason}`, disableDestination: false, exhausted: true };
   }
   let delay = wait;
   if (result.kind === 'response' && (result.status === 429 || result.status === 503) && result.retryAfterMs !== null) {

@@ -19,8 +19,18 @@ import { Pacer } from './pace';
 /** What delivery needs of the configuration. */
 export interface DestinationPort {
   get(kind: 'destination', tenantId: string, id: string): Destination | undefined;
-  /** Marks the destination disabled (410 Gone). */
-  disable(destination: Destination, reason: string): Promise<void>;
+  /** Marks the destination disabled (410 Gone); false when it was deleted meanwhile. */
+  disable(destination: Destination, reason: string): Promise<boolean>;
+}
+
+/**
+ * Tells the tenant what happened to its deliveries (operational events): best effort, never
+ * rejects. Each decides itself whether the happening makes an event (subscriptions, no loops,
+ * the rate bound).
+ */
+export interface HappeningsPort {
+  destinationDisabled(destination: Destination, reason: string, cause: DeliveryTask): Promise<unknown>;
+  deliveryExhausted(task: DeliveryTask, destination: Destination, reason: string): Promise<unknown>;
 }
 
 export interface DeliverDeps {
@@ -33,6 +43,8 @@ export interface DeliverDeps {
   isRefusal(err: unknown): boolean;
   /** Keeps destinations' rate limits; unset, rate_limit_per_s is not enforced. */
   pacer?: Pacer;
+  /** Operational events of disabled destinations and exhausted deliveries; unset, none. */
+  happenings?: HappeningsPort;
   now?: () => number;
 }
 
@@ -181,7 +193,11 @@ export function deliverStage(deps: DeliverDeps): RecordStage<'DeliveryTask'> {
       outcome.status = decision.action === 'delivered' ? 'delivered' : decision.action === 'retry' ? 'retrying' : 'failed';
       outcome.error_message = decision.action === 'delivered' ? null : decision.action === 'dead' || decision.action === 'retry' ? decision.reason : null;
       outcome.next_attempt_at = decision.action === 'retry' ? decision.at : null;
-      if (decision.action === 'dead' && decision.disableDestination) await deps.destinations.disable(destination, decision.reason);
+      if (decision.action === 'dead') {
+        // the failure path only: a delivered attempt never gets here
+        if (decision.disableDestination && (await deps.destinations.disable(destination, decision.reason))) await deps.happenings?.destinationDisabled(destination, decision.reason, task);
+        if (decision.exhausted) await deps.happenings?.deliveryExhausted(task, destination, decision.reason);
+      }
       return [
         { topic: topics.deliveryCompleted, key: task.destination_id, record: 'DeliveryOutcome', value: outcome },
         ...followUp(task, decision, log, fields, outcome),

@@ -5,6 +5,7 @@ import type { DeliveryTask, WebhookEvent } from '../../platform/avro/records';
 import type { AnyOutput, RecordStage } from '../runtime/stage';
 import { DEFAULT_FILTER_LIMITS, type FilterLimits } from '../../core/filters';
 import { filterContext } from '../filter/evaluate';
+import { isOperational, subscribesExplicitly } from '../../core/operational-events';
 import { subscribed } from './subscriptions';
 
 /** What routing needs to know of the configuration. */
@@ -13,11 +14,16 @@ export interface FlowLookup {
   get(kind: 'destination', tenantId: string, id: string): Destination | undefined;
 }
 
+/** Every destination of a tenant: the candidates of an operational event. */
+export type TenantDestinations = (tenantId: string) => readonly Destination[];
+
 /**
  * filtered -> one delivery task per destination of the ingester's delivery flows that subscribes
- * to the event (its event types and filter, pipeline/route/subscriptions.ts).
+ * to the event (its event types and filter, pipeline/route/subscriptions.ts). An operational
+ * event (core/operational-events.ts) has no flows: it goes to the tenant's destinations whose
+ * event types name its type explicitly (not a null list or `*`), their filter applying as usual.
  */
-export function routeStage(topics: Topics, config: FlowLookup, maxFanout: number, limits: FilterLimits = DEFAULT_FILTER_LIMITS): RecordStage<'WebhookEvent'> {
+export function routeStage(topics: Topics, config: FlowLookup, maxFanout: number, limits: FilterLimits = DEFAULT_FILTER_LIMITS, tenantDestinations: TenantDestinations = () => []): RecordStage<'WebhookEvent'> {
   return {
     kind: 'record',
     ...stageIo(topics, 'route', 'WebhookEvent'),
@@ -26,23 +32,30 @@ export function routeStage(topics: Topics, config: FlowLookup, maxFanout: number
       const considered = new Set<string>();
       // one context for every destination: the body is parsed at most once per event
       const view = filterContext(event, limits);
-      for (const flow of config.list('flow', event.tenant_id)) {
-        if (flow.ingester_id !== event.ingester_id) continue;
-        for (const id of flow.destination_ids) {
-          const destination = config.get('destination', event.tenant_id, id);
-          // paused and disabled destinations get their tasks too: deliver holds them until resumed
-          if (!destination) continue;
-          // a destination in several flows is judged once
-          if (considered.has(id)) continue;
-          considered.add(id);
-          const skipped = subscribed(destination, event.event_type, view);
-          if (skipped === null) destinations.add(id);
-          else if (skipped.invalid) log.warn('destination skipped: its stored filter is invalid', { tenant_id: event.tenant_id, event_id: event.event_id, destination_id: id, reason: skipped.reason });
-          else log.debug('event not routed to a destination: not subscribed', { tenant_id: event.tenant_id, event_id: event.event_id, destination_id: id, event_type: event.event_type, ...skipped });
+      const consider = (destination: Destination | undefined) => {
+        // paused and disabled destinations get their tasks too: deliver holds them until resumed
+        if (!destination) return;
+        const id = destination.id;
+        // a destination in several flows is judged once
+        if (considered.has(id)) return;
+        considered.add(id);
+        const skipped = subscribed(destination, event.event_type, view);
+        if (skipped === null) destinations.add(id);
+        else if (skipped.invalid) log.warn('destination skipped: its stored filter is invalid', { tenant_id: event.tenant_id, event_id: event.event_id, destination_id: id, reason: skipped.reason });
+        else log.debug('event not routed to a destination: not subscribed', { tenant_id: event.tenant_id, event_id: event.event_id, destination_id: id, event_type: event.event_type, ...skipped });
+      };
+      const operational = isOperational(event);
+      if (operational) {
+        // no flows: every destination of the tenant that names the type explicitly
+        for (const d of tenantDestinations(event.tenant_id)) if (subscribesExplicitly(d.event_types, event.event_type ?? '')) consider(d);
+      } else {
+        for (const flow of config.list('flow', event.tenant_id)) {
+          if (flow.ingester_id !== event.ingester_id) continue;
+          for (const id of flow.destination_ids) consider(config.get('destination', event.tenant_id, id));
         }
       }
       if (destinations.size === 0) {
-        if (considered.size > 0) {
+        if (considered.size > 0 || operational) {
           log.debug('no destination subscribes to the event; it goes no further', { tenant_id: event.tenant_id, event_id: event.event_id, ingester_id: event.ingester_id, correlation_id: event.correlation_id, event_type: event.event_type });
           return [];
         }

@@ -1,4 +1,5 @@
 import type { Ingester } from '../../core/model';
+import { isOperational } from '../../core/operational-events';
 import { stageIo, type Topics } from '../../core/topics';
 import type { WebhookEvent } from '../../platform/avro/records';
 import type { AnyOutput, RecordStage } from '../runtime/stage';
@@ -16,6 +17,8 @@ export function validateStage(topics: Topics, config: IngesterLookup): RecordSta
     kind: 'record',
     ...stageIo(topics, 'validate', 'WebhookEvent'),
     async handle(event: WebhookEvent, { log }): Promise<AnyOutput[]> {
+      // the service wrote an operational event itself: there is no ingester and nothing to verify
+      if (isOperational(event)) return [{ topic: topics.validated, key: `${event.tenant_id}/${event.ingester_id}`, record: 'WebhookEvent', value: event }];
       const ingester = config.get('ingester', event.tenant_id, event.ingester_id);
       const verdict = ingester
         ? verifyRequest(ingester, { headers: event.headers, body: event.body, receivedAt: event.received_at })

@@ -27,6 +27,8 @@ export interface ReplayRunnerOptions {
   scanMs?: number;
   /** This runner's name in the leases; default the process id and a random part. */
   owner?: string;
+  /** Tells the tenant a job completed (operational event `replay.completed`); never rejects. */
+  operational?: { replayCompleted(job: ReplayJob): Promise<unknown> };
 }
 
 /** Where a job stands: what Redis holds is newer than the entity (written on every batch). */
@@ -165,6 +167,9 @@ export class ReplayJobRunner {
         });
         persistedAt = Date.now();
         if (finished) {
+          const completed = entity();
+          // only the write that completed it tells: a job cancelled meanwhile stays cancelled
+          if (completed?.status === 'completed') await this.o.operational?.replayCompleted(completed);
           log.info('replay job completed', { replay_job_id: jobId, tenant_id: tenantId, matched: job.matched, replayed: progress.replayed, delivered: outcomes.delivered, failed: outcomes.failed });
           return;
         }
