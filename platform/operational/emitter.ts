@@ -123,6 +123,7 @@ export class OperationalEvents {
 
   private async emit(h: Happening, about: Destination | null): Promise<NotEmitted> {
     const fields = { tenant_id: h.tenant_id, operational_type: h.type, subject: h.subject };
+    let taken: string | undefined;
     try {
       if (!this.typesOf(h.tenant_id).has(h.type)) return 'no destination subscribes';
       if (about && receivesOperationalEvents(about)) {
@@ -136,6 +137,7 @@ export class OperationalEvents {
         this.o.log.debug('operational event left out: one was sent for the same subject in this window, or the tenant reached its bound', fields);
         return 'rate bound';
       }
+      taken = gate;
       const version = this.o.config.version;
       const event: WebhookEvent = {
         event_id: newId('event', h.at),
@@ -157,6 +159,8 @@ export class OperationalEvents {
       return null;
     } catch (err) {
       this.o.log.warn('operational event not sent', { ...fields, error: errorMessage(err) });
+      // the next happening of the window may tell it instead
+      if (taken) await this.o.redis.del(taken).catch(() => undefined);
       return 'not sent';
     }
   }
