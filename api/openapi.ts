@@ -227,7 +227,7 @@ function destinationChangeSchemas(): Json {
     EventTypeSubscription: {
       type: 'array', maxItems: 100, uniqueItems: true,
       items: { type: 'string', minLength: 1, maxLength: 200, pattern: '^[A-Za-z0-9._:*-]+$', 'x-pattern-message': 'must be letters, digits and . _ : * -' },
-      description: 'The event types this destination receives; a trailing `*` is a prefix wildcard (`invoice.*`). `null`: every type.',
+      description: 'The event types this destination receives; a trailing `*` is a prefix wildcard (`invoice.*`). `null`: every type of its delivery flows. The service\'s own operational events (`destination.disabled`, `destination.breaker_opened`, `delivery.exhausted`, `replay.completed`) go only to destinations that name them explicitly (`destination.*` counts; `null` and `*` do not), with or without a flow.',
     },
     DestinationPatch: {
       type: 'object',
