@@ -164,7 +164,7 @@ export async function startService(config: Config, log = new Logger(config.logLe
     const infra: LocalInfrastructure = await startLocalInfrastructure(config, log);
     cleanups.push(() => infra.stop());
 
-    const kafka = createKafka(infra.endpoints.kafkaBrokers, `hookline-${process.pid}`);
+    const kafka = createKafka(infra.endpoints.kafkaBrokers, `hookline-${process.pid}`, { log });
     const { specs, records } = topology(topics, config.kafkaPartitions, config.ingestMaxBodyBytes);
     await ensureTopics(kafka, specs, config.kafkaReplicationFactor);
     const admin = kafka.admin();
