@@ -2,12 +2,12 @@ import express, { type Express, type NextFunction, type Request, type Response, 
 import type { ClickHouseClient } from '@clickhouse/client';
 import { AppError } from '../core/errors';
 import { jsonDepth } from '../core/json-depth';
-import { newId } from '../core/ids';
 import type { Logger } from '../core/log';
 import type { ConfigStore } from '../platform/config-store/config-store';
 import { authenticate, requireTenant } from './auth';
 import type { NameClaims } from './ports';
 import { problemHandler } from './problem';
+import { requestContext } from './request-log';
 import { openApiDocument } from './openapi';
 import { idempotency } from './idempotency';
 import type { Keyring } from '../core/secrets/keyring';
@@ -89,11 +89,6 @@ export interface ApiOptions {
   serveApi?: boolean;
 }
 
-function requestId(_req: Request, res: Response, next: NextFunction): void {
-  res.setHeader('x-request-id', newId('request'));
-  next();
-}
-
 /** Deepest JSON nesting a request body may have; deeper bodies would only exhaust the stack. */
 export const MAX_JSON_DEPTH = 64;
 
@@ -122,7 +117,7 @@ export function createApp(options: ApiOptions): Express {
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('query parser', 'simple');
-  app.use(requestId);
+  app.use(requestContext(options.log));
   app.use(healthRouter(options.probe, options.build, options.stages));
 
   const whenReady = (build: (s: ApiServices) => Router) => {

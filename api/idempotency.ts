@@ -3,6 +3,7 @@ import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Redis } from 'ioredis';
 import { AppError, validationError } from '../core/errors';
 import { errorMessage, type Logger } from '../core/log';
+import { requestLog } from './request-log';
 import { isSealed, open, seal, type SecretPlace } from '../core/secrets/envelope';
 import type { Keyring } from '../core/secrets/keyring';
 import { authOf } from './auth';
@@ -198,7 +199,7 @@ function captureAnswer(req: Request, res: Response, options: IdempotencyOptions 
       ? redis.eval(COMPLETE_IF, 1, redisKey, pending, JSON.stringify(doneRecord(res, claim.fingerprint, seal(options.keyring, claim.place, Buffer.concat(chunks)))), options.ttlSeconds)
       : redis.eval(RELEASE_IF, 1, redisKey, pending);
     settle
-      .catch((err: unknown) => log?.error('idempotency record not stored', { method: req.method, path: req.path, status, error: errorMessage(err) }))
+      .catch((err: unknown) => (log && requestLog(res, log))?.error('idempotency record not stored', { method: req.method, path: req.path, status, error: errorMessage(err) }))
       .finally(() => originalEnd(...args));
     return res;
   }) as Response['end'];

@@ -4,6 +4,7 @@ import { AppError } from '../core/errors';
 import { withTimeout } from '../core/timeout';
 import { errorMessage, type Logger } from '../core/log';
 import type { Authenticated } from './auth';
+import { requestLog } from './request-log';
 import { routeTemplateOf } from './route-templates';
 
 import type { RateLimits } from '../core/rate-limits';
@@ -110,7 +111,7 @@ export function rateLimit(options: RateLimitOptions): RequestHandler {
     } catch (err) {
       skipped++;
       if (Date.now() - lastLogged >= LOG_EVERY_MS) {
-        log.warn('rate limits not enforced: redis unavailable', { error: errorMessage(err), requests_unlimited: skipped });
+        requestLog(res, log).warn('rate limits not enforced: redis unavailable', { error: errorMessage(err), requests_unlimited: skipped });
         lastLogged = Date.now();
         skipped = 0;
       }

@@ -30,6 +30,8 @@ export interface Config {
   errorBase: string;
   dataDir: string;
   logLevel: LogLevel;
+  /** One JSON object per line (`json`), or readable lines for a terminal (`pretty`). */
+  logFormat: LogFormat;
   /** Unset: a local single-node Kafka is started under the data dir. */
   kafkaBrokers: string[] | undefined;
   kafkaReplicationFactor: number;
@@ -162,6 +164,8 @@ export function servesHttp(stages: readonly StageName[]): boolean {
   return stages.includes('api') || stages.includes('ingest');
 }
 export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
+export const LOG_FORMATS = ['json', 'pretty'] as const;
+export type LogFormat = (typeof LOG_FORMATS)[number];
 export const ENVIRONMENTS = ['production', 'development'] as const;
 export type Environment = (typeof ENVIRONMENTS)[number];
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -336,6 +340,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     errorBase,
     dataDir,
     logLevel: r.oneOf('LOG_LEVEL', LOG_LEVELS, 'info'),
+    logFormat: r.oneOf('LOG_FORMAT', LOG_FORMATS, strictUnless('LOG_FORMAT', 'json', 'pretty', 'log lines on stdout are readable text, not one JSON object each') as LogFormat),
     kafkaBrokers,
     kafkaReplicationFactor: r.integer('KAFKA_REPLICATION_FACTOR', kafkaBrokers ? 3 : 1, 1, 16),
     kafkaPartitions: r.integer('KAFKA_PARTITIONS', 3, 1, 1024),
@@ -479,6 +484,7 @@ export const SETTINGS: SettingDoc[] = [
   { env: 'ERROR_BASE', default: 'PUBLIC_BASE_URL', unit: 'URL', description: 'Base of problem type URIs: `<ERROR_BASE>/errors/<slug>`.' },
   { env: 'DATA_DIR', default: './.data', unit: 'path', description: 'Directory of all local state: Kafka log, Redis, embedded ClickHouse, run files.' },
   { env: 'LOG_LEVEL', default: 'info', unit: 'debug, info, warn, error', description: 'Lowest level written to stdout.' },
+  { env: 'LOG_FORMAT', default: 'json (development: pretty)', unit: 'json, pretty', description: '`json`: one JSON object per line (`level`, `ts`, `msg`, then the fields; secrets redacted), for log collectors. `pretty`: one readable line per event, for a terminal. See [Logs](#logs).' },
   { env: 'KAFKA_BROKERS', default: 'unset: local Kafka', unit: 'host:port list', description: 'Comma-separated bootstrap brokers. Unset, a single-node Kafka 4 (KRaft) is resolved with Maven and started under DATA_DIR.' },
   { env: 'KAFKA_REPLICATION_FACTOR', default: '1 local, 3 with KAFKA_BROKERS', unit: 'replicas', description: 'Replication factor of topics the service creates.' },
   { env: 'KAFKA_PARTITIONS', default: '3', unit: 'partitions', description: 'Partitions of the event and delivery topics the service creates.' },

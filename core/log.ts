@@ -1,6 +1,7 @@
-import type { LogLevel } from './config';
-
-const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
+import pino, { type Logger as Pino } from 'pino';
+import { prettyFactory } from 'pino-pretty';
+import type { LogFormat, LogLevel } from './config';
+import { REDACTED_VALUE } from './secrets/redacted-headers';
 
 /** Fields a log line may carry; ids let a reader follow one event across stages. */
 export interface LogFields {
@@ -15,6 +16,7 @@ export interface LogFields {
   [key: string]: unknown;
 }
 
+/** A line as written (secrets redacted, errors as name and message), read back for the sinks. */
 export interface LogRecord extends LogFields {
   ts: string;
   level: LogLevel;
@@ -23,10 +25,14 @@ export interface LogRecord extends LogFields {
 
 export type LogSink = (record: LogRecord) => void;
 
+/** Where a logger's lines go: one line, with its newline, at a time. */
+export type LogOutput = (line: string) => void;
+
 let pending: string[] = [];
 let flushScheduled = false;
 
-function flushStdout(): void {
+/** Writes what is pending on stdout now; the exit handler calls it, and so may a fatal path. */
+export function flushStdout(): void {
   flushScheduled = false;
   if (pending.length === 0) return;
   const text = pending.join('');
@@ -37,7 +43,9 @@ function flushStdout(): void {
 /**
  * Lines for stdout, written once per turn of the event loop rather than once each: stdout is
  * synchronous on Linux (files and pipes), and a write per line costs a system call per
- * delivery under load. What is pending is written before the process exits.
+ * delivery under load. What is pending is written before the process exits, also when it
+ * exits on an uncaught exception. (pino's asynchronous destination would lose, or reorder,
+ * a write still in flight at `process.exit`; its synchronous flush fsyncs every time.)
  */
 export function writeStdoutLine(line: string): void {
   pending.push(line);
@@ -47,31 +55,92 @@ export function writeStdoutLine(line: string): void {
 }
 process.on('exit', flushStdout);
 
-/** Structured JSON lines on stdout, plus any sinks added later (e.g. the ClickHouse log table). */
-export class Logger {
-  private readonly sinks: LogSink[] = [];
-  private readonly baseHasObject: boolean;
+/**
+ * Names whose values never reach a log line or a sink, whatever logs them: credentials and the
+ * secret-bearing members of configuration. At the top of a line they are pino's `redact` paths;
+ * inside an object field (`*.secret`, `headers.authorization`, deeper) the walk below censors
+ * them, and the value of a `{ name, value }` header whose name is one of them.
+ */
+export const SECRET_NAMES: ReadonlySet<string> = new Set([
+  'secret', 'secrets', 'signing_secret', 'client_secret', 'webhook_secret', 'api_key', 'apikey', 'x-api-key',
+  'password', 'passphrase', 'token', 'access_token', 'refresh_token', 'private_key', 'kek',
+  'authorization', 'proxy-authorization', 'cookie', 'set-cookie',
+]);
+export const REDACTED_PATHS: readonly string[] = [...SECRET_NAMES, 'apiKey'].map((name) => (/^[A-Za-z_]+$/.test(name) ? name : `["${name}"]`));
 
-  constructor(
-    private level: LogLevel = 'info',
-    private readonly base: LogFields = {},
-    private readonly write: (line: string) => void = writeStdoutLine,
-    sinks?: LogSink[],
-  ) {
-    if (sinks) this.sinks = sinks;
-    this.baseHasObject = hasObjectField(base);
+/** Readable lines for a terminal, rendered in this process (no worker thread to lose at exit). */
+export function prettyOutput(write: LogOutput = writeStdoutLine, colorize = Boolean(process.stdout.isTTY)): LogOutput {
+  const pretty = prettyFactory({ colorize, timestampKey: 'ts', messageKey: 'msg', translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname', singleLine: true });
+  return (line) => write(pretty(line));
+}
+
+/** The output of a `LOG_FORMAT`. */
+export function logOutput(format: LogFormat, write: LogOutput = writeStdoutLine): LogOutput {
+  return format === 'pretty' ? prettyOutput(write) : write;
+}
+
+/** The output the pino instances of one logger tree write to; it keeps the line a sink asked for. */
+class LineTap {
+  capturing = false;
+  line: string | undefined;
+  constructor(private readonly out: LogOutput) {}
+  write(line: string): void {
+    if (this.capturing) this.line = line;
+    this.out(line);
+  }
+}
+
+interface Tree {
+  tap: LineTap;
+  sinks: LogSink[];
+}
+
+function rootPino(level: LogLevel, tap: LineTap): Pino {
+  return pino(
+    {
+      level,
+      base: null,
+      // a string level, as the log consumers (the `logs` topic, the logs API) read it
+      formatters: { level: (label) => ({ level: label }), log: forLine },
+      timestamp: () => `,"ts":"${new Date().toISOString()}"`,
+      redact: { paths: [...REDACTED_PATHS], censor: REDACTED_VALUE },
+    },
+    tap,
+  );
+}
+
+/**
+ * Structured log lines through pino: one JSON object per line (`level`, `ts`, `msg`, then the
+ * fields) on stdout, or readable lines in `pretty` format; secrets redacted by path. Records go
+ * to any sinks added later (the `logs` topic) as written, redacted too.
+ */
+export class Logger {
+  private readonly pino: Pino;
+  private readonly tree: Tree;
+
+  /** `from` is given by `child` only. */
+  constructor(level: LogLevel = 'info', base: LogFields = {}, write: LogOutput = writeStdoutLine, sinks?: LogSink[], from?: { tree: Tree; pino: Pino }) {
+    if (from) {
+      this.tree = from.tree;
+      this.pino = from.pino.child(forLine(base));
+      return;
+    }
+    this.tree = { tap: new LineTap(write), sinks: sinks ?? [] };
+    const root = rootPino(level, this.tree.tap);
+    this.pino = Object.keys(base).length > 0 ? root.child(forLine(base)) : root;
   }
 
+  /** A logger whose lines carry `fields` too (a request's id, a stage); it shares the sinks. */
   child(fields: LogFields): Logger {
-    return new Logger(this.level, { ...this.base, ...fields }, this.write, this.sinks);
+    return new Logger(undefined, fields, undefined, undefined, { tree: this.tree, pino: this.pino });
   }
 
   addSink(sink: LogSink): void {
-    this.sinks.push(sink);
+    this.tree.sinks.push(sink);
   }
 
   setLevel(level: LogLevel): void {
-    this.level = level;
+    this.pino.level = level;
   }
 
   debug(msg: string, fields?: LogFields): void {
@@ -92,27 +161,66 @@ export class Logger {
    * whose row the sink derives from a record a stage writes anyway, such as a delivery outcome.
    */
   printOnly(level: LogLevel, msg: string, fields?: LogFields): void {
-    this.log(level, msg, fields, false);
+    this.pino[level](fields ?? {}, msg);
   }
 
-  private log(level: LogLevel, msg: string, fields?: LogFields, toSinks = true): void {
-    if (RANK[level] < RANK[this.level]) return;
-    const record: LogRecord = { ts: new Date().toISOString(), level, msg, ...this.base, ...fields };
-    // a replacer slows every stringify down; only a field that is an object can hold an Error
-    this.write(`${this.baseHasObject || hasObjectField(fields) ? JSON.stringify(record, errorReplacer) : JSON.stringify(record)}\n`);
-    if (toSinks) for (const sink of this.sinks) sink(record);
+  private log(level: LogLevel, msg: string, fields?: LogFields): void {
+    const { tap, sinks } = this.tree;
+    if (sinks.length === 0) return this.pino[level](fields ?? {}, msg);
+    tap.capturing = true;
+    try {
+      this.pino[level](fields ?? {}, msg);
+    } finally {
+      tap.capturing = false;
+    }
+    const line = tap.line;
+    if (line === undefined) return; // below the level
+    tap.line = undefined;
+    // the sinks get what was written: redacted, with errors as name and message
+    const record = JSON.parse(line) as LogRecord;
+    for (const sink of sinks) sink(record);
   }
 }
 
-function hasObjectField(fields: LogFields | undefined): boolean {
-  if (!fields) return false;
-  for (const key in fields) if (typeof fields[key] === 'object' && fields[key] !== null) return true;
-  return false;
+/**
+ * The fields of a line as it may be written: Errors, at any depth, as their name and message
+ * (JSON has nothing else of them), and secrets inside object fields censored. The caller's
+ * objects are never changed: what differs is copied.
+ */
+function forLine(fields: Record<string, unknown>): Record<string, unknown> {
+  // pino's wildcard paths (`*.secret`) cost tens of microseconds a line, every line; this walk
+  // runs only for a line with an object field, and a delivery's line has none
+  for (const key in fields) {
+    const v = fields[key];
+    if (typeof v === 'object' && v !== null) return walk(fields, 0, false) as Record<string, unknown>;
+  }
+  return fields;
 }
 
-function errorReplacer(_key: string, value: unknown): unknown {
+function walk(value: unknown, depth: number, censorSecrets: boolean): unknown {
   if (value instanceof Error) return { name: value.name, message: value.message };
-  return value;
+  if (typeof value !== 'object' || value === null || depth > 16) return value;
+  if (Array.isArray(value)) {
+    let copy: unknown[] | undefined;
+    value.forEach((v, i) => {
+      const plain = walk(v, depth + 1, true);
+      if (plain !== v) (copy ??= [...value])[i] = plain;
+    });
+    return copy ?? value;
+  }
+  // dates, buffers, class instances: as their JSON has them
+  const proto = Object.getPrototypeOf(value) as unknown;
+  if (proto !== Object.prototype && proto !== null) return value;
+  const obj = value as Record<string, unknown>;
+  let copy: Record<string, unknown> | undefined;
+  // a header as a pair, as the event records carry them
+  const pairName = censorSecrets && typeof obj.name === 'string' && 'value' in obj ? obj.name.toLowerCase() : undefined;
+  for (const key in obj) {
+    const secret = censorSecrets && (SECRET_NAMES.has(key.toLowerCase()) || (key === 'value' && pairName !== undefined && SECRET_NAMES.has(pairName)));
+    const plain = secret ? (obj[key] === undefined || obj[key] === null ? obj[key] : REDACTED_VALUE) : walk(obj[key], depth + 1, true);
+    if (plain !== obj[key]) (copy ??= { ...obj })[key] = plain;
+  }
+  return copy ?? obj;
 }
 
 export function errorMessage(err: unknown): string {

@@ -1,7 +1,7 @@
 import { ConfigError, loadConfig, stagesFromArgs, STAGE_NAMES, type Config } from '../core/config';
-import { Logger, errorMessage } from '../core/log';
+import { Logger, errorMessage, logOutput, writeStdoutLine } from '../core/log';
 import { MissingPrerequisite } from '../infra/prerequisites';
-import { startService } from './service';
+import { startService, type RunningService } from './service';
 
 /** The notice of a development start: every relaxed default, on stderr, before anything else. */
 function developmentNotice(config: Config): string {
@@ -12,6 +12,29 @@ function developmentNotice(config: Config): string {
     'Set HOOKLINE_ENV=production, or the variables above, for the strict defaults.',
     '',
   ].join('\n');
+}
+
+/** What a person at the terminal needs once it is up (pretty logs only: JSON stdout stays JSON). */
+function readyNotice(service: RunningService, config: Config): string {
+  const base = service.url ?? config.publicBaseUrl;
+  const all = config.stages.length === STAGE_NAMES.length;
+  return [
+    '',
+    `hookline is up (${all ? 'all stages' : config.stages.join(', ')}); Ctrl-C stops it and what it started.`,
+    ...(config.stages.includes('api') ? [`  API         ${base}/v1   (OpenAPI document: ${base}/v1/openapi.json)`] : []),
+    ...(config.stages.includes('ingest') ? [`  Hook URLs   ${base}/v1/hooks/<ingester id>`] : []),
+    `  Health      ${base}/healthz, ${base}/readyz`,
+    `  Data        ${config.dataDir}`,
+    '',
+  ].join('\n');
+}
+
+/** The demo tenant's key, shown once: the one line a first start must not bury. */
+function demoKeyNotice(demoKey: string, base: string): string {
+  return (
+    `\nDemo tenant "demo" created. Its API key (shown once, keep it):\n\n  ${demoKey}\n\n` +
+    `Try: curl -H "Authorization: Bearer ${demoKey}" ${base}/v1/tenants/demo/destinations\n\n`
+  );
 }
 
 async function main(): Promise<void> {
@@ -32,8 +55,9 @@ async function main(): Promise<void> {
     throw err;
   }
   process.stderr.write(developmentNotice(config));
-  const log = new Logger(config.logLevel);
-  if (config.relaxedDefaults.length > 0) log.warn('development mode: defaults relaxed', { relaxed: config.relaxedDefaults });
+  const log = new Logger(config.logLevel, {}, logOutput(config.logFormat));
+  // readable output has just said so above, on stderr
+  if (config.relaxedDefaults.length > 0 && config.logFormat === 'json') log.warn('development mode: defaults relaxed', { relaxed: config.relaxedDefaults });
   let stopping = false;
   let stop: (() => Promise<void>) | undefined;
   const shutdown = (signal: string) => {
@@ -55,12 +79,9 @@ async function main(): Promise<void> {
       await service.stop();
       process.exit(0);
     }
-    if (service.demoKey) {
-      process.stdout.write(
-        `\nDemo tenant "demo" created. Its API key (shown once, keep it):\n\n  ${service.demoKey}\n\n` +
-          `Try: curl -H "Authorization: Bearer ${service.demoKey}" ${service.url ?? config.publicBaseUrl}/v1/tenants/demo/destinations\n\n`,
-      );
-    }
+    // through the log lines' own writer, so that it comes after the lines written before it
+    if (config.logFormat === 'pretty') writeStdoutLine(`${readyNotice(service, config)}${service.demoKey ? '' : '\n'}`);
+    if (service.demoKey) writeStdoutLine(demoKeyNotice(service.demoKey, service.url ?? config.publicBaseUrl));
   } catch (err) {
     if (err instanceof MissingPrerequisite) {
       process.stderr.write(`${err.message}\n`);

@@ -10,7 +10,7 @@ import { createApp, type ApiServices } from '../api/app';
 import type { BuildInfo } from '../api/routes/health';
 import { writeProblem } from '../api/problem';
 import type { Config, StageName } from '../core/config';
-import { Logger, errorMessage } from '../core/log';
+import { Logger, errorMessage, logOutput } from '../core/log';
 import { newId } from '../core/ids';
 import { SCOPES } from '../core/scopes';
 import { evidenceWriterIdOf, groupPrefixOf, topicNames, type Topics } from '../core/topics';
@@ -93,7 +93,7 @@ export function buildInfo(): BuildInfo {
  * The composition root: brings up (or connects to) the infrastructure, then the stages this
  * process runs. The HTTP server listens first, so health answers 503 while the rest starts.
  */
-export async function startService(config: Config, log = new Logger(config.logLevel)): Promise<RunningService> {
+export async function startService(config: Config, log = new Logger(config.logLevel, {}, logOutput(config.logFormat))): Promise<RunningService> {
   const topics = topicNames(config.topicPrefix, config.retryTiersMs);
   // first: without its keys the service can read none of its stored secrets
   const keyring = loadKeyring(config.secrets);
@@ -165,7 +165,7 @@ export async function startService(config: Config, log = new Logger(config.logLe
     const infra: LocalInfrastructure = await startLocalInfrastructure(config, log);
     cleanups.push(() => infra.stop());
 
-    const kafka = createKafka(infra.endpoints.kafkaBrokers, `hookline-${process.pid}`);
+    const kafka = createKafka(infra.endpoints.kafkaBrokers, `hookline-${process.pid}`, { log });
     const { specs, records } = topology(topics, config.kafkaPartitions, config.ingestMaxBodyBytes);
     await ensureTopics(kafka, specs, config.kafkaReplicationFactor);
     const admin = kafka.admin();

@@ -41,6 +41,16 @@ describe('configuration', () => {
     expect(loadConfig({ HOOKLINE_ENV: 'development', ...KEK }).relaxedDefaults.some((l) => l.startsWith('SECRETS_KEK'))).toBe(false);
   });
 
+  it('writes JSON log lines, and readable ones by default in development', () => {
+    expect(loadConfig(KEK).logFormat).toBe('json');
+    const dev = loadConfig({ HOOKLINE_ENV: 'development', ...KEK });
+    expect(dev.logFormat).toBe('pretty');
+    expect(dev.relaxedDefaults.some((l) => l.startsWith('LOG_FORMAT=pretty'))).toBe(true);
+    const json = loadConfig({ HOOKLINE_ENV: 'development', LOG_FORMAT: 'json', ...KEK });
+    expect([json.logFormat, json.relaxedDefaults.some((l) => l.startsWith('LOG_FORMAT'))]).toEqual(['json', false]);
+    expect(() => loadConfig({ LOG_FORMAT: 'xml', ...KEK })).toThrow(/LOG_FORMAT: must be one of json, pretty/);
+  });
+
   it('reads brokers and raises the replication default for an external cluster', () => {
     const c = loadConfig({ ...KEK, KAFKA_BROKERS: 'k1:9092, k2:9092', STAGES: 'deliver,sink' });
     expect(c.kafkaBrokers).toEqual(['k1:9092', 'k2:9092']);

@@ -74,12 +74,13 @@ export interface Accepted {
  * `webhooks.received` is itself the record of its `received` state (the sink writes the
  * transition row from it). `url` is the request target as sent (path and query). The record
  * names the configuration version it was accepted with, so that a validating process that has
- * not applied that ingester yet waits for it instead of refusing the webhook.
+ * not applied that ingester yet waits for it instead of refusing the webhook. Its log lines
+ * carry `requestId` (a field, not a child logger: this is the hot path).
  */
-export async function acceptWebhook(deps: IngestDeps, ingester: Ingester, req: IncomingMessage, url: string, payload: Buffer): Promise<Accepted> {
+export async function acceptWebhook(deps: IngestDeps, ingester: Ingester, req: IncomingMessage, url: string, payload: Buffer, requestId?: string): Promise<Accepted> {
   const hops = hopsOf(req.headers[HOPS_HEADER]);
   if (hops > deps.maxHops) {
-    deps.log.warn('webhook refused: too many hops through this service', { tenant_id: ingester.tenant_id, ingester_id: ingester.id, hops, max_hops: deps.maxHops });
+    deps.log.warn('webhook refused: too many hops through this service', { request_id: requestId, tenant_id: ingester.tenant_id, ingester_id: ingester.id, hops, max_hops: deps.maxHops });
     throw unprocessable([{ field: HOPS_HEADER, message: `this webhook has passed through ${hops} deliveries of this service; at most ${deps.maxHops} are accepted` }]);
   }
   const q = url.indexOf('?');
@@ -108,7 +109,7 @@ export async function acceptWebhook(deps: IngestDeps, ingester: Ingester, req: I
     if (err instanceof Error && err.name.startsWith('KafkaJS')) throw new AppError('service-unavailable', 'the event could not be stored durably; retry shortly', {}, true, { cause: err });
     throw err;
   }
-  deps.log.debug('received', { tenant_id: event.tenant_id, event_id: event.event_id, ingester_id: event.ingester_id, correlation_id: event.correlation_id, bytes: payload.length });
+  deps.log.debug('received', { request_id: requestId, tenant_id: event.tenant_id, event_id: event.event_id, ingester_id: event.ingester_id, correlation_id: event.correlation_id, bytes: payload.length });
   return { event_id: event.event_id, correlation_id: event.correlation_id, status: 'received' };
 }
 
@@ -133,7 +134,8 @@ export function ingestRouter(deps: IngestDeps): Router {
       const refusal = await deps.limiter?.admit(ingester.tenant_id, ingester.id);
       if (refusal) throw refusalError(res, refusal);
       const payload: Buffer = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
-      const accepted = await acceptWebhook(deps, ingester, req, req.originalUrl, payload);
+      const requestId = res.getHeader('x-request-id');
+      const accepted = await acceptWebhook(deps, ingester, req, req.originalUrl, payload, typeof requestId === 'string' ? requestId : undefined);
       res.status(202).setHeader('x-correlation-id', accepted.correlation_id).json(accepted);
     } catch (err) {
       next(err);
@@ -194,7 +196,7 @@ export function hookFastPath(
       if (refused) return fail(new AppError('payload-too-large', 'the request body is larger than allowed'), req, res, requestId);
       const payload = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
       const accept = () =>
-        acceptWebhook(d, ingester, req, url, payload).then(
+        acceptWebhook(d, ingester, req, url, payload, requestId).then(
           (accepted) => {
             const body = JSON.stringify(accepted);
             res.writeHead(202, {

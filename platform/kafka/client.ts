@@ -1,29 +1,15 @@
-import { Kafka, logLevel, type Admin, type ITopicConfig, type LogEntry, type Producer, type ProducerConfig } from 'kafkajs';
+import { Kafka, logLevel, type Admin, type ITopicConfig, type Producer, type ProducerConfig } from 'kafkajs';
+import type { Logger } from '../../core/log';
+import { kafkaLogCreator } from './log-filter';
 
-/** kafkajs logs through this; WARN and above go to stderr as one JSON line each. */
-function kafkaLogCreator() {
-  return ({ level, log }: LogEntry) => {
-    if (level > logLevel.WARN) return;
-    const { message, ...rest } = log;
-    // right after a broker starts its group coordinator is briefly unavailable or loading;
-    // kafkajs retries (or restarts the consumer) by itself, so these are not worth a line
-    const text = `${message} ${typeof rest.error === 'string' ? rest.error : ''}`;
-    if (/coordinator is not available|coordinator is loading|Restarting the consumer in \d+ms/.test(text) && !/NumberOfRetriesExceeded/.test(text)) return;
-    // producers keep bounded retries on purpose (see createProducer): an outage must reach the caller
-    if (/Limiting retries for the idempotent producer/.test(text)) return;
-    process.stderr.write(
-      `${JSON.stringify({ level: level === logLevel.ERROR ? 'error' : 'warn', source: 'kafkajs', message, ...rest })}\n`,
-    );
-  };
-}
-
-export function createKafka(brokers: string[], clientId: string, options: { quiet?: boolean } = {}): Kafka {
+/** A client; its WARN and ERROR lines go through `log` when given, else to stderr as JSON. */
+export function createKafka(brokers: string[], clientId: string, options: { quiet?: boolean; log?: Logger } = {}): Kafka {
   process.env.KAFKAJS_NO_PARTITIONER_WARNING = '1';
   return new Kafka({
     clientId,
     brokers,
     logLevel: options.quiet ? logLevel.NOTHING : logLevel.WARN,
-    logCreator: kafkaLogCreator,
+    logCreator: kafkaLogCreator({ log: options.log }),
     retry: { initialRetryTime: 100, retries: 8 },
     connectionTimeout: 3000,
   });
