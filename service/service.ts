@@ -59,6 +59,7 @@ import { BreakerBoard } from '../platform/redis/breaker-board';
 import { RedisTokenLeases } from '../platform/redis/token-leases';
 import { IngestLimiter } from '../pipeline/ingest/limits';
 import { topology } from './topology';
+import { watchBreakers } from '../platform/metrics/breaker-states';
 
 export interface RunningService {
   /** Base URL of the HTTP server, when this process runs the api stage. */
@@ -130,6 +131,7 @@ export async function startService(config: Config, log = new Logger(config.logLe
         extraRouters: () => ingest,
         stages: config.stages,
         serveApi: config.stages.includes('api'),
+        metricsToken: config.metricsToken,
       });
       // the Hook URL's common case is answered without the framework: it is the hot path
       const listener = hookFastPath(() => ingestDeps, app, (err, _req, res, requestId) => writeProblem(res, errorBase(), err, requestId, log));
@@ -236,6 +238,9 @@ export async function startService(config: Config, log = new Logger(config.logLe
       board.record(tenantId, destinationId, state).catch((err: unknown) => log.warn('breaker state not published', { destination_id: destinationId, error: errorMessage(err) }));
     }, peers);
     cleanups.push(async () => breakers.shutdown());
+    // destination ids belong to tenants: the metrics name them only behind METRICS_TOKEN
+    const unwatchBreakers = watchBreakers({ states: () => breakers.states(), nameDestinations: config.metricsToken !== undefined });
+    cleanups.push(async () => unwatchBreakers());
     if (config.stages.includes('deliver')) {
       // after the stages stopped (cleanups run backwards): a process leaves the live set, and the
       // others' shares grow, only once its own requests are done
@@ -246,7 +251,7 @@ export async function startService(config: Config, log = new Logger(config.logLe
     }
     const outputs = new BatchingProducer(producer, { maxBatch: 1_000, maxInFlight: 3 });
     const runnerDeps: RunnerDeps = {
-      kafka, outputs, codec, log, groupPrefix: groupPrefixOf(config.topicPrefix), deadLetterTopic: topics.eventsDlq,
+      kafka, admin, outputs, codec, log, groupPrefix: groupPrefixOf(config.topicPrefix), deadLetterTopic: topics.eventsDlq,
       config: { versions: store, waitMs: config.configVersionWaitMs },
     };
     const running: RunningStage[] = [];
