@@ -21,6 +21,7 @@ import { deliveriesRouter } from './routes/deliveries';
 import { destinationsRouter } from './routes/destinations';
 import { destinationChangeDepsOf, destinationChangesRouter } from './routes/destination-changes';
 import { healthRouter, type BuildInfo, type HealthProbe } from './routes/health';
+import { metricsRouter } from './routes/metrics';
 import { ingestersRouter } from './routes/ingesters';
 import { eventsRouter } from './routes/events';
 import { flowsRouter } from './routes/flows';
@@ -87,6 +88,8 @@ export interface ApiOptions {
   stages?: readonly string[];
   /** False in a process without the `api` stage: only health (and the Hook URLs, when given) are served. */
   serveApi?: boolean;
+  /** METRICS_TOKEN: when set, `/metrics` answers only requests that carry it as a bearer token. */
+  metricsToken?: string;
 }
 
 /** Deepest JSON nesting a request body may have; deeper bodies would only exhaust the stack. */
@@ -119,6 +122,7 @@ export function createApp(options: ApiOptions): Express {
   app.set('query parser', 'simple');
   app.use(requestContext(options.log));
   app.use(healthRouter(options.probe, options.build, options.stages));
+  app.use(metricsRouter(options.metricsToken));
 
   const whenReady = (build: (s: ApiServices) => Router) => {
     let router: Router | undefined;

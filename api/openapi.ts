@@ -1767,6 +1767,24 @@ function publicPaths(): Json {
         },
       },
     },
+    '/metrics': {
+      get: {
+        operationId: 'getMetrics',
+        summary: 'Prometheus metrics of this process',
+        description: 'Served by every process of the service, whatever its stages or role: the metrics of this process in the Prometheus text exposition format (version 0.0.4), for a Prometheus scrape. The Node process metrics under their standard names (`process_cpu_seconds_total`, `process_resident_memory_bytes`, `nodejs_*`) and the pipeline\'s under `hookline_` (deliveries by outcome and their duration, Hook URL requests accepted and refused, consumer lag per stage, topic and partition, circuit breakers, Kafka produce duration, sink rows and flush duration, evidence tree size and seal duration; the README lists them). When the deployment sets `METRICS_TOKEN`, a request must carry it as `Authorization: Bearer <token>` (401 otherwise); unset, anyone who reaches the port may read it, and no metric names a tenant\'s objects. No API key.',
+        tags: ['Health'],
+        security: [],
+        responses: {
+          '200': {
+            description: 'The metrics, in the Prometheus text format.',
+            headers: { ...headerRefs(['X-Request-Id']), 'Cache-Control': { description: 'Metrics are never cached.', required: true, schema: { type: 'string', const: 'no-store' } } },
+            content: { 'text/plain': { schema: { type: 'string', description: 'Prometheus text exposition format 0.0.4 (`text/plain; version=0.0.4; charset=utf-8`).' } } },
+          },
+          '401': { description: 'unauthorized: `METRICS_TOKEN` is set and the request does not carry it as a bearer token.', headers: headerRefs(['X-Request-Id', 'WWW-Authenticate']), content: problemContent(['unauthorized']) },
+          '500': problemResponse('internal-error: the metrics could not be collected.', 'internal-error'),
+        },
+      },
+    },
     '/v1/hooks/{ingester_id}': {
       post: {
         operationId: 'receiveWebhook',

@@ -96,6 +96,8 @@ export interface Config {
   secrets: SecretsKeySource;
   /** Thresholds of the runtime proofs. */
   proofs: { lagThreshold: number; graceMs: number; dlqThreshold: number };
+  /** Bearer token `/metrics` requires; unset, it answers anyone and names no tenant's objects. Never printed. */
+  metricsToken: string | undefined;
 }
 
 /** The keyring's source: the keys themselves, or a file holding them (outside DATA_DIR). */
@@ -282,6 +284,14 @@ class Reader {
     return errors.length > 0 ? fallback : schedule;
   }
 
+  /** A bearer token: at least `minLength` visible ASCII characters; checked but never echoed. */
+  token(name: string, minLength: number): string | undefined {
+    const v = this.raw(name);
+    if (v === undefined) return undefined;
+    if (v.length < minLength || v.length > 1024 || !/^[\x21-\x7e]+$/.test(v)) this.errors.push(`${name}: must be ${minLength} to 1024 visible ASCII characters without spaces (e.g. \`openssl rand -hex 32\`)`);
+    return v;
+  }
+
   oneOf<T extends string>(name: string, allowed: readonly T[], fallback: T): T {
     const v = this.raw(name);
     if (v === undefined) return fallback;
@@ -413,6 +423,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
       graceMs: r.integer('PROOF_GRACE_MS', 300_000, 1_000, 86_400_000),
       dlqThreshold: r.integer('PROOF_DLQ_THRESHOLD', 1_000, 0, 1_000_000_000),
     },
+    metricsToken: r.token('METRICS_TOKEN', 16),
   };
   if (isSplitWithoutEvidenceKey(config)) r.errors.push(SPLIT_NEEDS_KEY);
   if (r.errors.length > 0) throw new ConfigError(r.errors);
@@ -545,5 +556,6 @@ export const SETTINGS: SettingDoc[] = [
   { env: 'PROOF_LAG_THRESHOLD', default: '10000', unit: 'records', description: 'Consumer lag of a stage (PROOF-002) or of the sink (PROOF-004) above which the proof fails.' },
   { env: 'PROOF_GRACE_MS', default: '300000', unit: 'milliseconds', description: 'How long an accepted event may rest at `received`, or a delivered attempt wait for `acked`, before PROOF-001 counts it as unaccounted; also the slack PROOF-003 and PROOF-010 allow beyond a breaker\'s or a retry tier\'s delay.' },
   { env: 'PROOF_DLQ_THRESHOLD', default: '1000', unit: 'deliveries', description: 'Dead deliveries of a tenant not yet retried above which PROOF-009 fails.' },
+  { env: 'METRICS_TOKEN', default: 'unset: no token', unit: 'string (16 to 1024 visible ASCII characters)', description: 'Bearer token `GET /metrics` requires on every process (`Authorization: Bearer <token>`; otherwise 401). Unset, `/metrics` answers anyone who reaches the port and names no tenant\'s objects: `hookline_breaker_state` (which names destinations) is left empty and only `hookline_breakers` counts the breakers.' },
   { env: 'BOOTSTRAP_DEMO_TENANT', default: 'true', unit: 'boolean', description: 'On first start with an empty configuration, create tenant `demo` and print its API key once (only a process that runs the API does).' },
 ];

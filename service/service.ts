@@ -60,6 +60,7 @@ import { RedisTokenLeases } from '../platform/redis/token-leases';
 import { IngestLimiter } from '../pipeline/ingest/limits';
 import { topology } from './topology';
 import { OperationalEvents, publishOnReceived } from '../platform/operational/emitter';
+import { watchBreakers } from '../platform/metrics/breaker-states';
 
 export interface RunningService {
   /** Base URL of the HTTP server, when this process runs the api stage. */
@@ -131,6 +132,7 @@ export async function startService(config: Config, log = new Logger(config.logLe
         extraRouters: () => ingest,
         stages: config.stages,
         serveApi: config.stages.includes('api'),
+        metricsToken: config.metricsToken,
       });
       // the Hook URL's common case is answered without the framework: it is the hot path
       const listener = hookFastPath(() => ingestDeps, app, (err, _req, res, requestId) => writeProblem(res, errorBase(), err, requestId, log));
@@ -241,6 +243,9 @@ export async function startService(config: Config, log = new Logger(config.logLe
       if (state === 'open') operational.track(operational.breakerOpened(tenantId, destinationId, config.breaker.resetTimeoutMs));
     }, peers);
     cleanups.push(async () => breakers.shutdown());
+    // destination ids belong to tenants: the metrics name them only behind METRICS_TOKEN
+    const unwatchBreakers = watchBreakers({ states: () => breakers.states(), nameDestinations: config.metricsToken !== undefined });
+    cleanups.push(async () => unwatchBreakers());
     if (config.stages.includes('deliver')) {
       // after the stages stopped (cleanups run backwards): a process leaves the live set, and the
       // others' shares grow, only once its own requests are done
@@ -251,7 +256,7 @@ export async function startService(config: Config, log = new Logger(config.logLe
     }
     const outputs = new BatchingProducer(producer, { maxBatch: 1_000, maxInFlight: 3 });
     const runnerDeps: RunnerDeps = {
-      kafka, outputs, codec, log, groupPrefix: groupPrefixOf(config.topicPrefix), deadLetterTopic: topics.eventsDlq,
+      kafka, admin, outputs, codec, log, groupPrefix: groupPrefixOf(config.topicPrefix), deadLetterTopic: topics.eventsDlq,
       config: { versions: store, waitMs: config.configVersionWaitMs },
     };
     const running: RunningStage[] = [];

@@ -15,6 +15,7 @@ import { OUTCOME_LINES, outcomeLineFields } from './lines';
 import { authHeader } from '../../core/destination-auth';
 import { holdTask, isHeld } from './hold';
 import { Pacer } from './pace';
+import { recordDelivery, type DeliveryOutcomeLabel } from '../../platform/metrics/metrics';
 
 /** What delivery needs of the configuration. */
 export interface DestinationPort {
@@ -80,6 +81,21 @@ export function outboundHeaders(task: DeliveryTask, destination: Destination, no
     headers[name] = value;
   }
   return headers;
+}
+
+/** The metrics' name for what an attempt came to. */
+function outcomeLabel(result: AttemptResult, decision: Decision): DeliveryOutcomeLabel {
+  switch (decision.action) {
+    case 'delivered':
+      return 'delivered';
+    case 'retry':
+      return 'retrying';
+    case 'wait':
+      return 'breaker_open';
+    case 'dead':
+      if (decision.disableDestination) return 'gone';
+      return result.kind === 'error' && result.refused ? 'refused' : 'exhausted';
+  }
 }
 
 /**
@@ -164,12 +180,14 @@ export function deliverStage(deps: DeliverDeps): RecordStage<'DeliveryTask'> {
       const destination = deps.destinations.get('destination', task.tenant_id, task.destination_id);
       if (destination && isHeld(destination)) {
         log.info(`destination ${destination.status}; delivery held`, fields);
+        recordDelivery('held');
         return [holdTask(topics, task)];
       }
       if (destination && deps.pacer && Pacer.limits(destination)) {
         const paced = await deps.pacer.pace(task, destination);
         if (paced.action === 'wait') {
           log.debug('delivery waits for its send slot', { ...fields, reason: paced.reason, slot_at: paced.task.slot_at });
+          recordDelivery('paced');
           return [{ topic: delayTopicFor(topics, paced.task.not_before - now()), key: task.destination_id, record: 'DeliveryTask', value: paced.task }];
         }
         task = paced.task;
@@ -179,12 +197,17 @@ export function deliverStage(deps: DeliverDeps): RecordStage<'DeliveryTask'> {
       if (!destination || destination.status !== 'active') {
         const reason = destination ? `the destination is ${destination.status}${destination.disabled_reason ? `: ${destination.disabled_reason}` : ''}` : 'the destination no longer exists';
         outcome.error_message = reason;
+        recordDelivery('inactive');
         return [{ topic: topics.deliveryCompleted, key: task.destination_id, record: 'DeliveryOutcome', value: outcome }, ...followUp(task, { action: 'dead', reason, disableDestination: false }, log, fields, outcome)];
       }
       const { result, durationMs, responseBody } = await attempt(task, destination);
       const schedule = destination.retry_schedule_ms ?? deps.defaultSchedule;
       const decision = decide(result, task.attempt, schedule, now());
-      if (result.kind === 'breaker-open') return followUp(task, decision, log, fields, null);
+      if (result.kind === 'breaker-open') {
+        recordDelivery('breaker_open');
+        return followUp(task, decision, log, fields, null);
+      }
+      recordDelivery(outcomeLabel(result, decision), durationMs / 1000);
 
       outcome.duration_ms = durationMs;
       outcome.response_code = result.kind === 'response' ? result.status : null;

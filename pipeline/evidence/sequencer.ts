@@ -9,6 +9,7 @@ import type { Output } from '../runtime/stage';
 import { WriterFencedError, type FencedLogWriter } from './log-writer';
 import { oneOwnerAssigner } from './one-owner';
 import { readResumePoint } from './resume';
+import { recordEvidenceSeal, recordEvidenceTreeSize, secondsSince } from '../../platform/metrics/metrics';
 
 export interface SequencerOptions {
   /** Leaves sealed into one checkpoint at most. */
@@ -138,6 +139,7 @@ export async function runEvidenceSequencer(topics: Topics, deps: RunnerDeps, opt
     term = resumed.term;
     needsRecovery = false;
     needsSeek = true;
+    recordEvidenceTreeSize(state.range.size);
     log.info('evidence log resumed', { tree_size: state.range.size, partitions: assigned.length, fencing_token: term });
   };
 
@@ -156,6 +158,7 @@ export async function runEvidenceSequencer(topics: Topics, deps: RunnerDeps, opt
     if (timer) clearTimeout(timer);
     timer = undefined;
     if (needsRecovery || needsSeek || buffer.length === 0) return;
+    const started = performance.now();
     const taken = buffer;
     buffer = [];
     const range = new CompactRange(state.range.size, state.range.hashes());
@@ -198,6 +201,8 @@ export async function runEvidenceSequencer(topics: Topics, deps: RunnerDeps, opt
         needsRecovery = true;
         throw err;
       }
+      recordEvidenceSeal(secondsSince(started));
+      recordEvidenceTreeSize(batch.tree_size);
       log.debug('evidence batch sealed', { first_index: batch.first_index, tree_size: batch.tree_size, fencing_token: term });
     }
     // without a leaf nothing is appended: the marks of outcomes set aside move on in memory, and

@@ -13,6 +13,7 @@ import { CONFIG_VERSION_HEADER } from '../runtime/config-version';
 import { correlationIdOf } from './correlation';
 import { REDACTED_HEADERS, REDACTED_VALUE } from '../../core/secrets/redacted-headers';
 import type { IngestLimiter, Refusal } from './limits';
+import { recordIngestAccepted, recordIngestRefused, type IngestRefusal } from '../../platform/metrics/metrics';
 
 export interface IngesterFinder {
   find(kind: 'ingester', id: string): Ingester | undefined;
@@ -109,8 +110,32 @@ export async function acceptWebhook(deps: IngestDeps, ingester: Ingester, req: I
     if (err instanceof Error && err.name.startsWith('KafkaJS')) throw new AppError('service-unavailable', 'the event could not be stored durably; retry shortly', {}, true, { cause: err });
     throw err;
   }
+  recordIngestAccepted();
   deps.log.debug('received', { request_id: requestId, tenant_id: event.tenant_id, event_id: event.event_id, ingester_id: event.ingester_id, correlation_id: event.correlation_id, bytes: payload.length });
   return { event_id: event.event_id, correlation_id: event.correlation_id, status: 'received' };
+}
+
+/** The metrics' reason for a webhook refused with `err`, from the status it is answered with. */
+export function refusalReasonOf(err: unknown): IngestRefusal {
+  const e = err as { status?: unknown; statusCode?: unknown } | null;
+  const status = err instanceof AppError ? err.status : typeof e?.status === 'number' ? e.status : typeof e?.statusCode === 'number' ? e.statusCode : 500;
+  switch (status) {
+    case 429:
+      return 'rate_limited';
+    case 413:
+      return 'too_large';
+    case 404:
+      return 'unknown_hook';
+    case 422:
+      return 'too_many_hops';
+    case 400:
+    case 415:
+      return 'invalid';
+    case 503:
+      return 'unavailable';
+    default:
+      return 'error';
+  }
 }
 
 /**
@@ -140,6 +165,10 @@ export function ingestRouter(deps: IngestDeps): Router {
     } catch (err) {
       next(err);
     }
+  }, (err: unknown, _req: Request, _res: Response, next: NextFunction) => {
+    // every refusal of this route, the body parser's included, is counted once on its way to the answer
+    recordIngestRefused(refusalReasonOf(err));
+    next(err);
   });
   return router;
 }
@@ -157,8 +186,12 @@ const PLAIN_ID = /^[A-Za-z0-9_-]{1,128}$/;
 export function hookFastPath(
   deps: () => IngestDeps | undefined,
   fallback: RequestListener,
-  fail: (err: unknown, req: IncomingMessage, res: ServerResponse, requestId: string) => void,
+  answerError: (err: unknown, req: IncomingMessage, res: ServerResponse, requestId: string) => void,
 ): RequestListener {
+  const fail = (err: unknown, req: IncomingMessage, res: ServerResponse, requestId: string) => {
+    recordIngestRefused(refusalReasonOf(err));
+    answerError(err, req, res, requestId);
+  };
   return (req, res) => {
     const url = req.url ?? '';
     const d = req.method === 'POST' && url.startsWith(HOOK_PREFIX) ? deps() : undefined;

@@ -1,9 +1,10 @@
-import type { Consumer, ConsumerConfig, EachBatchPayload, Kafka, KafkaMessage } from 'kafkajs';
+import type { Admin, Consumer, ConsumerConfig, EachBatchPayload, Kafka, KafkaMessage } from 'kafkajs';
 import { errorMessage, type Logger } from '../../core/log';
 import { groupIdOf } from '../../core/topics';
 import { UndecodableRecordError, type AvroCodec } from '../../platform/avro/codec';
 import type { RecordName, RecordTypes } from '../../platform/avro/records';
 import type { BatchingProducer } from '../../platform/kafka/batching-producer';
+import { watchConsumerLag } from '../../platform/metrics/consumer-lag';
 import { undecodableLetter, undecodableReason } from '../dead-letter';
 import { ConfigGate, type ConfigVersions } from './config-version';
 import { OffsetCommits } from './offset-commits';
@@ -33,6 +34,11 @@ export interface RunnerDeps {
    * their input's version.
    */
   config?: { versions: ConfigVersions; waitMs: number };
+  /**
+   * The process's admin client: with it, every group run here shows its lag in the metrics
+   * (read at scrape time). Unset (tools, some tests), no lag is shown.
+   */
+  admin?: Admin;
 }
 
 export interface RunningStage {
@@ -153,6 +159,7 @@ export async function consume(deps: RunnerDeps, options: ConsumeOptions, handle:
   });
   await consumer.connect();
   await consumer.subscribe({ topics: options.inputs.map((i) => i.topic), fromBeginning: true });
+  const unwatchLag = deps.admin ? watchConsumerLag({ stage: options.name, groupId: groupIdOf(deps.groupPrefix, options.name), topics: options.inputs.map((i) => i.topic), admin: deps.admin }) : undefined;
   const commits = new OffsetCommits(consumer, log);
   if (options.onAssign) {
     consumer.on(consumer.events.GROUP_JOIN, (e) => options.onAssign!(e.payload.memberAssignment));
@@ -220,6 +227,7 @@ export async function consume(deps: RunnerDeps, options: ConsumeOptions, handle:
   log.debug('stage started', { inputs: options.inputs.map((i) => i.topic) });
   const leave = async () => {
     stopped = true;
+    unwatchLag?.();
     for (const { topic } of options.inputs) consumer.pause([{ topic }]);
     const deadline = Date.now() + 20_000;
     while ((inHand > 0 || options.busy?.()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));

@@ -3,6 +3,7 @@ import { consumerSpec, type Topics } from '../../core/topics';
 import type { DeliveryOutcome, EventTransition, EvidenceBatch, LogEntry, RecordName, WebhookEvent } from '../../platform/avro/records';
 import { consume, type ConsumedBatch, type Consuming, type RunnerDeps, type RunningStage } from '../runtime/consume';
 import { decideBatch, fencingTokenOf, type ChainHead } from '../evidence/chain';
+import { recordSinkFlush, secondsSince } from '../../platform/metrics/metrics';
 import { ackedRow, eventRow, eventTypeRow, evidenceRows, logRow, outcomeRows, receivedRow, stateRow, transitionRow } from './rows';
 
 /**
@@ -40,6 +41,13 @@ interface Buffer {
 }
 
 const emptyBuffer = (): Buffer => ({ rows: new Map(), count: 0, offsets: new Map(), acked: [] });
+
+/** Rows of a buffer per table, as its flush inserts them (the `acked` rows go into event_transitions). */
+function rowCounts(b: Buffer): [SinkTable, number][] {
+  const counts = [...b.rows].map(([table, rows]): [SinkTable, number] => [table, rows.length + (table === 'event_transitions' ? b.acked.length : 0)]);
+  if (b.acked.length > 0 && !b.rows.has('event_transitions')) counts.push(['event_transitions', b.acked.length]);
+  return counts;
+}
 
 /** What the sink makes of one input topic: the rows of a table, or a state row per event record. */
 interface SinkInput {
@@ -91,6 +99,7 @@ export async function runSink(topics: Topics, writer: RowWriter, deps: RunnerDep
   let evidenceHead: ChainHead | undefined;
 
   const insertAll = async (b: Buffer) => {
+    const started = performance.now();
     for (let attempt = 1; ; attempt++) {
       try {
         for (const table of SINK_TABLES) {
@@ -99,6 +108,7 @@ export async function runSink(topics: Topics, writer: RowWriter, deps: RunnerDep
         }
         if (b.acked.length > 0) await writer.insert('event_transitions', b.acked);
         await consuming.commitNow([...b.offsets.values()]);
+        recordSinkFlush(rowCounts(b), secondsSince(started));
         return;
       } catch (err) {
         if (consuming.stopped() && attempt >= 3) throw err;

@@ -1,4 +1,5 @@
 import type { Message, Producer } from 'kafkajs';
+import { recordProduce, secondsSince } from '../metrics/metrics';
 
 interface Pending {
   topicMessages: { topic: string; messages: Message[] }[];
@@ -101,8 +102,10 @@ export class BatchingProducer {
       }
     }
     this.inFlight++;
+    const started = performance.now();
     this.producer
       .sendBatch({ acks: -1, topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })) })
+      .finally(() => recordProduce(byTopic.keys(), secondsSince(started)))
       .then(
         () => batch.forEach((p) => p.resolve()),
         (err: unknown) => batch.forEach((p) => p.reject(err)),

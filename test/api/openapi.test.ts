@@ -53,6 +53,8 @@ type Json = Record<string, unknown>;
 const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'options', 'head', 'trace'];
 const ULID = '01j9zx5w3k8f6t2q4r7m1n0bcd';
+/** The metrics token of the locked instance. */
+const METRICS_TOKEN = 'metrics-token-0123456789abcdef';
 /** Well-formed ids that name nothing. */
 const MISSING: Record<string, string> = {
   destination_id: `dst_${ULID}`,
@@ -184,7 +186,7 @@ class Conformance {
       const media = contentType in content ? contentType : '*/*' in content ? '*/*' : undefined;
       if (!media) throw new Error(`${what} as ${contentType || 'no content type'}, the document has ${Object.keys(content).join(', ')}`);
       const validate = this.validator(`${pointer}/content/${escapePointer(media)}/schema`);
-      if (!validate(a.body)) {
+      if (!validate(media.startsWith('text/') ? a.text : a.body)) {
         throw new Error(`${what}: the body does not match the document: ${this.ajv.errorsText(validate.errors, { separator: '\n  ' })}\nbody: ${a.text.slice(0, 1500)}`);
       }
     }
@@ -400,7 +402,7 @@ describe('OpenAPI document', () => {
       maxFanout: 50,
       operations: svc.service.apiServices!.operations,
     });
-    locked = await serve(createApp({ errorBase: () => errorBase, log, probe: healthProbe({}), build: buildInfo(), services: () => services, selfUrl: () => lockedUrl }));
+    locked = await serve(createApp({ errorBase: () => errorBase, log, probe: healthProbe({}), build: buildInfo(), services: () => services, selfUrl: () => lockedUrl, metricsToken: METRICS_TOKEN }));
     lockedUrl = locked.url;
   });
 
@@ -443,7 +445,7 @@ describe('OpenAPI document', () => {
     const operationIds = new Set<string>();
     for (const [path, itemRaw] of Object.entries(doc.paths as Json)) {
       // the probes every process answers sit at the root, where orchestrators look for them
-      if (path !== '/healthz' && path !== '/readyz') expect(path).toMatch(/^\/v1\//);
+      if (path !== '/healthz' && path !== '/readyz' && path !== '/metrics') expect(path).toMatch(/^\/v1\//);
       const item = itemRaw as Json;
       const templated = [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!);
       const pathParams = ((item.parameters as unknown[]) ?? []).map((p, i) => conf.deref(p, `/paths/${escapePointer(path)}/parameters/${i}`).value);
@@ -502,7 +504,7 @@ describe('OpenAPI document', () => {
         if (isObject(op.requestBody)) expect(isObject(op.requestBody.content)).toBe(true);
       }
     }
-    expect(operationIds.size).toBe(53);
+    expect(operationIds.size).toBe(54);
   });
 
   it('documents every route the express app registers, with the scope each route checks', async () => {
@@ -567,6 +569,13 @@ describe('OpenAPI document', () => {
     const alive = await call('getLiveness');
     expect(alive.status).toBe(200);
     expect(bodyOf(alive).status).toBe('alive');
+    const metrics = await call('getMetrics');
+    expect(metrics.status).toBe(200);
+    expect(metrics.text).toMatch(/^# TYPE hookline_deliveries_total counter$/m);
+    // the instance with METRICS_TOKEN wants it, and no API key stands in for it
+    expectProblem(await call('getMetrics', {}, { target: locked.url }), 401, 'unauthorized');
+    expectProblem(await call('getMetrics', {}, { target: locked.url, key: svc.apiKey }), 401, 'unauthorized');
+    expect((await call('getMetrics', {}, { target: locked.url, key: METRICS_TOKEN })).status).toBe(200);
 
     const served = await send(svc.url, 'GET', '/v1/openapi.json', {});
     if (served.status === 200) {
