@@ -67,7 +67,7 @@ export async function verifyEvidence({ tenantId, delivery, evidence, log }) {
       }),
     );
     const leafHex = bytesToHex(rebuilt);
-    check(checks, 'leaf', leafHex === evidence.leaf_hash, leafHex === evidence.leaf_hash ? `rebuilt from attempt ${attempt.attempt_number} of the delivery record: ${leafHex}` : `rebuilt ${leafHex}, sealed ${evidence.leaf_hash}: the record differs from what was sealed`);
+    check(checks, 'leaf', leafHex === evidence.leaf_hash, leafHex === evidence.leaf_hash ? `rebuilt from attempt ${attempt.attempt_number} of the delivery record, equal to the sealed leaf` : `rebuilt ${leafHex}, sealed ${evidence.leaf_hash}: the record differs from what was sealed`);
 
     // 2. the checkpoint: signed by the log's key, and saying what the answer says
     const verifier = await parseVerifierKey(log.verifier_key);
@@ -80,7 +80,8 @@ export async function verifyEvidence({ tenantId, delivery, evidence, log }) {
     check(checks, 'signature', opened === null ? null : true, opened === null ? 'not checked: this browser has no Ed25519 in WebCrypto' : `signed by ${verifier.name} (key ${bytesToHex(verifier.keyId)})`);
     const cp = parseCheckpoint(opened ?? splitNote(note).text);
     const rootHex = bytesToHex(cp.root);
-    check(checks, 'checkpoint', cp.origin === log.origin && cp.size === evidence.tree_size && rootHex === evidence.integrity_root, `${cp.size} leaves, root ${rootHex}`);
+    const sameCheckpoint = cp.origin === log.origin && cp.size === evidence.tree_size && rootHex === evidence.integrity_root;
+    check(checks, 'checkpoint', sameCheckpoint, sameCheckpoint ? `${cp.size} leaves of ${cp.origin}, as the answer says` : `the signed checkpoint says ${cp.size} leaves of ${cp.origin} with root ${rootHex}; the answer says ${evidence.tree_size} leaves with root ${evidence.integrity_root}`);
 
     // 3. the audit path from the rebuilt leaf to the signed root
     const proof = evidence.inclusion_proof.map(hexToBytes);
