@@ -117,7 +117,8 @@ describe('dashboard', () => {
   afterAll(async () => {
     await context?.close();
     await Promise.all([svc?.stop(), ok?.close(), failing?.close()]);
-    if (dir && !process.env.HOOKLINE_KEEP_UI_DIR) rmSync(path.join(dir, 'profile'), { recursive: true, force: true });
+    // the screenshot stays in the test's directory; the browser profile goes
+    if (dir) rmSync(path.join(dir, 'profile'), { recursive: true, force: true });
   });
 
   it('signs in, shows the webhook arriving, its request and response, verifies its evidence and replays it', async () => {
