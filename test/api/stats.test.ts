@@ -8,6 +8,12 @@ import { deliveryRow } from '../../pipeline/sink/rows';
 import { BreakerBoard } from '../../platform/redis/breaker-board';
 import { MAX_EVENT_BODY_SHOWN } from '../../api/routes/events';
 import { UI_CONTENT_SECURITY_POLICY } from '../../api/ui';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createApp } from '../../api/app';
+import { Logger } from '../../core/log';
+import { healthProbe } from '../../service/health';
+import { buildInfo } from '../../service/service';
 import { runScript } from '../support/process';
 import { startReceiver, type Receiver } from '../support/receiver';
 import { eventually, startTestService, type TestService } from '../support/service';
@@ -230,5 +236,16 @@ describe('stats, identity and received events', () => {
       expect({ path, status: r.status }).toEqual({ path, status: 404 });
     }
     expect((await fetch(`${svc.url}/ui`, { method: 'POST' })).status).toBe(404);
+
+    // a process without the API stage serves no dashboard
+    const server = http.createServer(createApp({ errorBase: () => 'https://errors.example', log: new Logger('error'), probe: healthProbe({}), build: buildInfo(), services: () => undefined, serveApi: false, stages: ['deliver'] }));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+    try {
+      const r = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/ui`);
+      expect(r.status).toBe(404);
+      expect(((await r.json()) as Json).detail).toMatch(/not the API/);
+    } finally {
+      server.close();
+    }
   });
 });

@@ -157,9 +157,15 @@ export class DeliveryDetail {
       let job = await this.api.post('/replays', { from: new Date(at).toISOString(), to: new Date(at + 1).toISOString(), destination_id: d.destination_id, status: 'delivered' });
       const line = h('p', { class: 'muted', 'data-replay': job.status }, `Replay job ${job.id} accepted: ${job.matched} ${job.matched === 1 ? 'delivery' : 'deliveries'} to replay.`);
       replace(this.replayOut, line);
-      for (let i = 0; i < 120 && job.status === 'running'; i++) {
-        await new Promise((r) => setTimeout(r, 1000));
-        job = await this.api.get(`/replays/${encodeURIComponent(job.id)}`);
+      try {
+        for (let i = 0; i < 120 && job.status === 'running'; i++) {
+          await new Promise((r) => setTimeout(r, 1000));
+          job = await this.api.get(`/replays/${encodeURIComponent(job.id)}`);
+        }
+      } catch (err) {
+        line.textContent += ` Its progress cannot be read: ${problemText(err)}.`;
+        this.onReplayed();
+        return;
       }
       line.dataset.replay = job.status;
       line.className = job.status === 'completed' ? 'ok-text' : job.status === 'running' ? 'muted' : 'bad-text';
