@@ -39,6 +39,10 @@ import { replaysRouter } from './routes/replays';
 import { ReplayMatches } from '../platform/replay/job-matches';
 import { eventTypesRouter } from './routes/event-types';
 import { KeyUsage } from '../platform/redis/key-usage';
+import { statsRouter } from './routes/stats';
+import { meRouter } from './routes/me';
+import { StageLagReader } from '../platform/kafka/stage-lag';
+import { uiHandler } from './ui';
 
 /** What the API needs once the service is up. */
 export interface ApiServices {
@@ -202,6 +206,8 @@ export function createApp(options: ApiOptions): Express {
         tenant.use('/logs', logsRouter(s.clickhouse, s.clickhouseDatabase));
         tenant.use('/evidence', evidenceRouter(s.evidence, s.clickhouse, s.clickhouseDatabase));
         tenant.use('/evidence-log', evidenceLogRouter(s.evidence, s.evidenceLog));
+        const lag = new StageLagReader(s.operations.admin, s.operations.topics, s.operations.groupPrefix);
+        tenant.use('/stats', statsRouter({ clickhouse: s.clickhouse, database: s.clickhouseDatabase, store: s.store, lag, breakers: s.operations.breakers, log: options.log }));
         return tenant;
       }),
     );
@@ -226,5 +232,20 @@ export function createApp(options: ApiOptions): Express {
         return mcp;
       }),
     );
+
+    app.use(
+      '/v1/me',
+      whenReady((s) => {
+        const me = express.Router();
+        me.use(authenticate(inProcessOf(s).lookup(), onUse(s)));
+        me.use(rateLimit({ redis: s.redis, prefix: s.redisPrefix, limits: s.rateLimits, routes: routesOf(), log: options.log }));
+        me.use(jsonBody());
+        me.use(meRouter());
+        return me;
+      }),
+    );
+
+    // the dashboard: static files, the API calls it makes go through the routes above
+    app.use('/ui', uiHandler());
   }
 }

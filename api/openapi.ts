@@ -18,6 +18,7 @@ import { MAX_PAYLOAD_BYTES } from './routes/saved-payloads';
 import { MAX_KEY_LIFETIME_DAYS, MAX_KEY_RESOURCES } from './routes/api-keys';
 import { MAX_REPLAY_MATCHES, MAX_REPLAY_RANGE_DAYS, MAX_RUNNING_REPLAYS } from './routes/replays';
 import { eventTypePaths, eventTypeSchemas } from './openapi-event-types';
+import { dashboardPaths, dashboardSchemas } from './openapi-dashboard';
 
 /**
  * The OpenAPI 3.1 description of the HTTP API as the code implements it today. Enumerations and
@@ -784,6 +785,7 @@ function schemas(errorBase: string): Json {
     },
     SavedPayloadList: listOf('saved_payloads', 'SavedPayload', 'by id (creation time), oldest first'),
     ...eventTypeSchemas({ schema, typedId, nullable, shownBack, listOf }),
+    ...dashboardSchemas({ schema, nullable }),
     ...apiKeySchemas(),
     ...replaySchemas(),
 
@@ -1574,6 +1576,7 @@ function tenantPaths(): Json {
       }),
     },
     ...eventTypePaths({ P, T, tenant, idParam, tenantOperation, ok, created, noContent, jsonBody, listParams, pagingNote }),
+    ...dashboardPaths({ P, T, tenant, idParam, tenantOperation, keyOperation: mcpOperation, ok }),
     [`${P}/evidence/{delivery_id}`]: {
       parameters: [tenant, idParam('DeliveryId')],
       get: tenantOperation({
@@ -1636,6 +1639,8 @@ interface McpOperation {
   /** A 403 of an operation that needs no scope of its own. */
   forbidden?: Forbidden;
   notAcceptable?: string;
+  /** Default: the evidence surface. */
+  tag?: string;
 }
 
 function mcpOperation(o: McpOperation): Json {
@@ -1650,7 +1655,7 @@ function mcpOperation(o: McpOperation): Json {
     operationId: o.operationId,
     summary: o.summary,
     description: o.description,
-    tags: ['Evidence surface'],
+    tags: [o.tag ?? 'Evidence surface'],
     security: [{ bearerAuth: o.scope ? [o.scope] : [] }],
     'x-required-scope': o.scope,
     'x-rate-limit-route': o.rateLimitRoute,
@@ -1876,13 +1881,15 @@ export function openApiDocument(options: { errorBase: string; serverUrl?: string
       { name: 'Ingesters', description: 'Endpoints: where webhooks enter, with their provider verification and filters.' },
       { name: 'Delivery flows', description: 'Routing from ingesters to destinations.' },
       { name: 'Deliveries', description: 'Delivery attempts as recorded.' },
-      { name: 'Events', description: 'Operations on received events.' },
+      { name: 'Events', description: 'Received events, and operations on them.' },
       { name: 'Saved payloads', description: 'Named JSON payloads a tenant keeps.' },
       { name: 'API keys', description: 'The tenant\'s API keys: issue, list, revoke.' },
       { name: 'Replays', description: 'Delivering again, in the background, the deliveries of a time range.' },
       { name: 'Event types', description: 'The tenant\'s catalogue of event types, with the JSON Schema of each payload: what destinations subscribe to.' },
       { name: 'Logs', description: 'The tenant\'s pipeline log.' },
       { name: 'Evidence', description: 'The verifiable log of delivery outcomes: inclusion proofs, signed checkpoints, consistency proofs.' },
+      { name: 'Stats', description: 'What a dashboard of the tenant shows: throughput and errors over time, the pipeline\'s lag, the breakers of its destinations.' },
+      { name: 'Identity', description: 'Which tenant and scopes an API key has.' },
       { name: 'Evidence surface', description: 'The read-oriented surface under /v1/mcp: the MCP endpoint, planes, delivery status, evidence and logs by resource, all measured live.' },
       { name: 'Meta', description: 'This document.' },
     ],

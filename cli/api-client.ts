@@ -10,20 +10,30 @@ export interface ApiTarget {
 
 type Values = Record<string, string | string[] | boolean | undefined>;
 
+/** Where a command sends its requests, and with which key. */
+export type ApiConnection = Omit<ApiTarget, 'tenant'>;
+
 /**
  * The API a command talks to: `--api-url`, else HOOKLINE_API_URL, else the API beside `npm start`
  * (its run file); the key from HOOKLINE_API_KEY (never an argument: it would sit in the shell's
- * history); the tenant from `--tenant`, else HOOKLINE_TENANT.
+ * history).
  */
+export function apiConnection(values: Values, what: string, env: NodeJS.ProcessEnv = process.env): ApiConnection {
+  const apiKey = env.HOOKLINE_API_KEY;
+  if (!apiKey) throw new CliError(`${what} needs an API key in HOOKLINE_API_KEY`);
+  let apiUrl = typeof values['api-url'] === 'string' ? values['api-url'] : env.HOOKLINE_API_URL;
+  if (!apiUrl) apiUrl = readRunFile(cliConfig(env).config.dataDir)?.api_url ?? undefined;
+  if (!apiUrl) throw new CliError('no API found: pass --api-url or set HOOKLINE_API_URL (or run it beside `npm start`)');
+  return { apiUrl: apiUrl.replace(/\/+$/, ''), apiKey };
+}
+
+/** {@link apiConnection} and the tenant: `--tenant`, else HOOKLINE_TENANT. */
 export function apiTarget(values: Values, what: string, env: NodeJS.ProcessEnv = process.env): ApiTarget {
   const apiKey = env.HOOKLINE_API_KEY;
   if (!apiKey) throw new CliError(`${what} needs an API key in HOOKLINE_API_KEY`);
   const tenant = typeof values.tenant === 'string' && values.tenant !== '' ? values.tenant : env.HOOKLINE_TENANT;
   if (!tenant) throw new CliError(`${what} needs --tenant <id> (or HOOKLINE_TENANT)`);
-  let apiUrl = typeof values['api-url'] === 'string' ? values['api-url'] : env.HOOKLINE_API_URL;
-  if (!apiUrl) apiUrl = readRunFile(cliConfig(env).config.dataDir)?.api_url ?? undefined;
-  if (!apiUrl) throw new CliError('no API found: pass --api-url or set HOOKLINE_API_URL (or run it beside `npm start`)');
-  return { apiUrl: apiUrl.replace(/\/+$/, ''), apiKey, tenant };
+  return { ...apiConnection(values, what, env), tenant };
 }
 
 export interface CallOptions {
@@ -46,9 +56,14 @@ export interface ApiAnswer {
  * a one-line CliError from its problem document: the status, the detail and the first field errors.
  */
 export async function callApi(target: ApiTarget, method: string, path: string, options: CallOptions = {}): Promise<ApiAnswer> {
+  return callApiAt(target, method, `/v1/tenants/${encodeURIComponent(target.tenant)}${path}`, options);
+}
+
+/** As {@link callApi}, for a path of the API outside the tenant's (`/v1/me`). */
+export async function callApiAt(target: ApiConnection, method: string, path: string, options: CallOptions = {}): Promise<ApiAnswer> {
   const qs = new URLSearchParams();
   for (const [k, v] of Object.entries(options.query ?? {})) if (v !== undefined && v !== null && v !== '') qs.set(k, String(v));
-  const url = `${target.apiUrl}/v1/tenants/${encodeURIComponent(target.tenant)}${path}${qs.size > 0 ? `?${qs}` : ''}`;
+  const url = `${target.apiUrl}${path}${qs.size > 0 ? `?${qs}` : ''}`;
   const headers: Record<string, string> = { authorization: `Bearer ${target.apiKey}`, accept: 'application/json', ...(options.headers ?? {}) };
   if (options.body !== undefined) headers['content-type'] = options.contentType ?? 'application/json';
   if (options.idempotencyKey) headers['idempotency-key'] = options.idempotencyKey;

@@ -11,6 +11,8 @@ import { destinationsCommand, DESTINATIONS_USAGE } from './destinations';
 import { searchDeliveries } from './search';
 import { replaysCommand, REPLAYS_USAGE } from './replays';
 import { eventTypesCommand } from './event-types';
+import { tenantStats, whoami } from './stats';
+import { eventsCommand, EVENTS_USAGE } from './events';
 
 /** The options of `evidence verify`, from its arguments and the environment. */
 function evidenceOptions(rest: string[], values: Record<string, string | string[] | boolean | undefined>): VerifyOptions {
@@ -54,6 +56,11 @@ const USAGE = `usage:
                  (each process's /readyz; exit 1 unless every one is ready; default: the API beside \`npm start\`)
   npm run cli -- search [--status s] [--destination id] [--event-type t] [--from t] [--to t] [--http-status 500|5xx] [--text q] [--limit n] [--cursor c]
                  (delivery attempts, newest first, as GET /v1/tenants/{tenant}/deliveries; --tenant or HOOKLINE_TENANT, key in HOOKLINE_API_KEY)
+  npm run cli -- stats [--window 15m|1h|24h] [--tenant <id>] [--api-url <url>]
+                 (attempts per minute by outcome, error rate, the pipeline's lag per stage, breakers; key in HOOKLINE_API_KEY)
+  npm run cli -- whoami [--api-url <url>]
+                 (the tenant, scopes and limits of the key in HOOKLINE_API_KEY)
+${EVENTS_USAGE}
 ${DESTINATIONS_USAGE}
 ${REPLAYS_USAGE}`;
 
@@ -88,6 +95,7 @@ async function main(argv: string[]): Promise<void> {
       text: { type: 'string' },
       limit: { type: 'string' },
       cursor: { type: 'string' },
+      window: { type: 'string' },
     },
   });
   if (values.help) {
@@ -100,6 +108,10 @@ async function main(argv: string[]): Promise<void> {
     return;
   }
   if (positionals[0] === 'replays') return replaysCommand(positionals.slice(1), values, (line) => process.stdout.write(`${line}\n`));
+  if (positionals[0] === 'events') {
+    process.stdout.write(`${JSON.stringify(await eventsCommand(positionals.slice(1), values))}\n`);
+    return;
+  }
   if (positionals[0] === 'event-types') {
     process.stdout.write(`${JSON.stringify(await eventTypesCommand(positionals.slice(1), values))}\n`);
     return;
@@ -140,6 +152,14 @@ async function main(argv: string[]): Promise<void> {
     }
     case 'search': {
       process.stdout.write(`${JSON.stringify(await searchDeliveries(values))}\n`);
+      return;
+    }
+    case 'stats': {
+      process.stdout.write(`${JSON.stringify(await tenantStats(values))}\n`);
+      return;
+    }
+    case 'whoami': {
+      process.stdout.write(`${JSON.stringify(await whoami(values))}\n`);
       return;
     }
     case 'secrets rotate': {

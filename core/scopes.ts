@@ -20,6 +20,7 @@ export const SCOPES = [
   'write:event-types',
   'read:replays',
   'write:replays',
+  'read:stats',
 ] as const;
 
 export type Scope = (typeof SCOPES)[number];

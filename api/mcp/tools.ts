@@ -8,6 +8,7 @@ import { checkpointPage, type EvidenceLogInfo } from '../routes/evidence';
 import type { Operations, ProbeAnswer } from './checks';
 import type { InProcessApi } from './probe';
 import { eventTypeTools } from './event-type-tools';
+import { dashboardTools } from './dashboard-tools';
 
 type Json = Record<string, unknown>;
 
@@ -351,6 +352,7 @@ export const TOOLS: ToolSpec[] = [
   },
   ...REPLAY_TOOLS,
   ...eventTypeTools({ rest, tenantPath, bodyOf, deleteRun, id, idempotencyKey, limit, cursor }),
+  ...dashboardTools({ rest, tenantPath, id }),
 ];
 
 function proofList(proofs: Awaited<ReturnType<Operations['runtimeProofs']>>, ids: unknown): Json {

@@ -198,6 +198,10 @@ describe('MCP endpoint', () => {
       expect((await svc.api('GET', `/v1/mcp/evidence/${id}`)).body).toEqual(r);
     }
     expect(problemOf(await call('get_evidence', { id: 'flw_01j9zx5w3k8f6t2q4r7m1n0bcd' }))).toMatchObject({ status: 400 });
+    // what the dashboard reads: the event as received, the stats, the caller's identity
+    expect(await ok('get_event', { event_id: eventId })).toEqual((await svc.api('GET', `${base()}/events/${eventId}`)).body);
+    expect((await ok('get_tenant_stats', { window: '15m' })).totals.delivered).toBeGreaterThanOrEqual(1);
+    expect(await ok('get_identity')).toMatchObject({ tenant_id: svc.tenantId, scopes: expect.arrayContaining(['read:stats']) });
     expect(problemOf(await call('get_evidence', { id: 'evt_01j9zx5w3k8f6t2q4r7m1n0bcd' }))).toMatchObject({ status: 404 });
     expect(problemOf(await call('get_delivery_status', { delivery_id: 'dlv_01j9zx5w3k8f6t2q4r7m1n0bcd' }))).toMatchObject({ status: 404 });
 

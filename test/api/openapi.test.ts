@@ -35,6 +35,8 @@ import { BatchingProducer } from '../../platform/kafka/batching-producer';
 import { RedisNameClaims } from '../../platform/redis/name-claims';
 import { replaysRouter } from '../../api/routes/replays';
 import { ReplayMatches } from '../../platform/replay/job-matches';
+import { statsRouter } from '../../api/routes/stats';
+import { meRouter } from '../../api/routes/me';
 import { healthProbe } from '../../service/health';
 import { buildInfo } from '../../service/service';
 import { startReceiver, type Receiver } from '../support/receiver';
@@ -332,7 +334,7 @@ describe('OpenAPI document', () => {
         return encodeURIComponent(v);
       }) + (o.query ? `?${o.query}` : '');
     const headers: Record<string, string> = { ...(o.headers ?? {}) };
-    const key = o.key === undefined ? (entry.path.startsWith('/v1/tenants/') || (entry.path.startsWith('/v1/mcp') && operationId !== 'getHealth') ? svc.apiKey : null) : o.key;
+    const key = o.key === undefined ? (entry.path.startsWith('/v1/tenants/') || (entry.path.startsWith('/v1/mcp') && operationId !== 'getHealth') || entry.path === '/v1/me' ? svc.apiKey : null) : o.key;
     if (key !== null) headers.authorization = `Bearer ${key}`;
     let body = o.body;
     if (o.json !== undefined) {
@@ -491,8 +493,8 @@ describe('OpenAPI document', () => {
           expect(Object.keys(securitySchemes)).toContain('bearerAuth');
           expect(Object.keys(responses)).toEqual(expect.arrayContaining(['400', '401', '403', '404', '429', '503']));
           if (method !== 'get') expect(((op.parameters as Json[]) ?? []).map((p) => p.$ref)).toContain('#/components/parameters/IdempotencyKey');
-        } else if (path.startsWith('/v1/mcp') && op.operationId !== 'getHealth') {
-          // the evidence surface: any valid key, plus the route's own scope where it has one
+        } else if ((path.startsWith('/v1/mcp') && op.operationId !== 'getHealth') || path === '/v1/me') {
+          // the evidence surface and the key's identity: any valid key, plus the route's own scope where it has one
           const scope = op['x-required-scope'];
           if (scope !== null) expect(SCOPES).toContain(scope);
           expect(security).toEqual([{ bearerAuth: scope === null ? [] : [scope] }]);
@@ -504,7 +506,7 @@ describe('OpenAPI document', () => {
         if (isObject(op.requestBody)) expect(isObject(op.requestBody.content)).toBe(true);
       }
     }
-    expect(operationIds.size).toBe(54);
+    expect(operationIds.size).toBe(57);
   });
 
   it('documents every route the express app registers, with the scope each route checks', async () => {
@@ -530,12 +532,14 @@ describe('OpenAPI document', () => {
       ['/replays', replaysRouter(store, new ReplayMatches(svc.clickhouse, db), lockedRedis, 'unused.')],
       ['/evidence', evidenceRouter(new EvidenceStore(svc.clickhouse, db), svc.clickhouse, db)],
       ['/evidence-log', evidenceLogRouter(new EvidenceStore(svc.clickhouse, db), svc.service.evidenceLog!)],
+      ['/stats', statsRouter({ clickhouse: svc.clickhouse, database: db, store, lag: { read: async () => ({ measured_at: '', stages: [] }) }, breakers: { entries: async () => [] }, log })],
     ];
     const tenantRoutes: string[] = [];
     for (const [mount, router] of mounts) routesOf(router, `/v1/tenants/:tenantId${mount}`, tenantRoutes);
     registered.push(...tenantRoutes);
     // the evidence surface, at its mount path in api/app.ts (its routes only, never called here)
     routesOf(mcpRouter({ ...({} as McpRoutesDeps), mcp: () => undefined }), '/v1/mcp', registered);
+    routesOf(meRouter(), '/v1/me', registered);
 
     const documented = new Map([...conf.operations.values()].map((o) => [normalise(`${o.method.toUpperCase()} ${o.path}`), o]));
     const registeredSet = new Set(registered.map(normalise));
@@ -983,11 +987,19 @@ describe('OpenAPI document', () => {
     expect(fields(await call('listDeliveries', {}, { query: `q=${'x'.repeat(201)}` }))).toEqual(['q']);
     const one = bodyOf(await call('getDelivery', { delivery_id: deadDeliveryId }));
     expect((one.attempts as Json[])[0]).toMatchObject({ response_code: 500, response_body: 'ok' });
+
+    // what the dashboard reads besides: the event as received, the stats, the key's identity
+    expect(bodyOf(await call('getEvent', { event_id: deadEventId }))).toMatchObject({ id: deadEventId, body: JSON.stringify({ n: 1 }), body_verified: true });
+    expectProblem(await call('getEvent', { event_id: MISSING.event_id! }), 404, 'not-found');
+    expect(bodyOf(await call('getTenantStats', {}, { query: 'window=15m' })).totals).toMatchObject({ failed: expect.any(Number) });
+    expect(fields(await call('getTenantStats', {}, { query: 'window=2d' }))).toEqual(['window']);
+    expect(bodyOf(await call('getIdentity'))).toMatchObject({ tenant_id: svc.tenantId });
   });
 
   it('the evidence surface under /v1/mcp answers as documented', async () => {
-    const mcpOps = [...conf.operations.values()].filter((o) => o.path.startsWith('/v1/mcp') && o.operationId !== 'getHealth');
+    const mcpOps = [...conf.operations.values()].filter((o) => (o.path.startsWith('/v1/mcp') && o.operationId !== 'getHealth') || o.path === '/v1/me');
     const ids: Record<string, Record<string, string>> = {
+      getIdentity: {},
       mcp: {},
       getMcpEndpoints: {},
       getMcpEvidence: { id: deadDeliveryId },
@@ -1097,7 +1109,7 @@ describe('OpenAPI document', () => {
 
   it('answers 403 write-tool-disabled for disabled write groups and 429 over the rate limit', async () => {
     for (const o of tenantOperations()) {
-      const params = isWrite(o) ? missingParams(o) : { ...missingParams(o), destination_id: destA, ingester_id: ingGeneric, flow_id: flowId, delivery_id: deadDeliveryId, payload_id: payloadId, key_id: keyIdOf(svc.apiKey)!, replay_id: replayId, event_type_id: eventTypeId };
+      const params = isWrite(o) ? missingParams(o) : { ...missingParams(o), destination_id: destA, ingester_id: ingGeneric, flow_id: flowId, delivery_id: deadDeliveryId, payload_id: payloadId, key_id: keyIdOf(svc.apiKey)!, replay_id: replayId, event_type_id: eventTypeId, event_id: deadEventId };
       // the consistency route needs the size of a checkpoint that exists
       const query = o.operationId === 'getConsistencyProof' ? { query: `from=${checkpointSize}` } : {};
       const options = { target: locked.url, ...query, ...(isWrite(o) ? { json: {} } : {}) };

@@ -1,0 +1,14 @@
+import { apiTarget, callApi } from './api-client';
+import { CliError } from './connect';
+
+type Values = Record<string, string | string[] | boolean | undefined>;
+
+export const EVENTS_USAGE = `  npm run cli -- events get <event id> [--tenant <id>] [--api-url <url>]
+                 (the event as received, with its body; key in HOOKLINE_API_KEY, tenant from --tenant or HOOKLINE_TENANT)`;
+
+/** `events get <id>`: GET /v1/tenants/{tenant}/events/{id} as the API answers it. */
+export async function eventsCommand(args: string[], values: Values): Promise<unknown> {
+  const [verb, id, ...extra] = args;
+  if (verb !== 'get' || !id || extra.length > 0) throw new CliError(`usage:\n${EVENTS_USAGE}`);
+  return (await callApi(apiTarget(values, 'events get'), 'GET', `/events/${encodeURIComponent(id)}`)).body;
+}

@@ -1,0 +1,153 @@
+// Delivery attempts, newest first, searched and paged: GET /v1/tenants/{tenant}/deliveries.
+
+import { h, replace } from '../dom.js';
+import { localInputToIso, short, when } from '../format.js';
+
+const PAGE = 15;
+
+export function statusPill(status) {
+  const cls = status === 'delivered' ? 'pill-ok' : status === 'failed' ? 'pill-bad' : 'pill-warn';
+  return h('span', { class: `pill ${cls}` }, status);
+}
+
+export function codePill(code) {
+  if (code === null || code === undefined) return h('span', { class: 'muted' }, '—');
+  const cls = code < 300 ? 'code-ok' : code < 500 ? 'code-warn' : 'code-bad';
+  return h('span', { class: `code ${cls}` }, String(code));
+}
+
+export class Deliveries {
+  constructor(api, { onSelect, destinationName }) {
+    this.api = api;
+    this.onSelect = onSelect;
+    this.destinationName = destinationName;
+    this.cursors = [null];
+    this.page = 0;
+    this.selected = null;
+    this.filters = {};
+    this.fields = {
+      status: h('select', { name: 'status', 'aria-label': 'Status' }, h('option', { value: '' }, 'Any status'), ['delivered', 'retrying', 'failed'].map((v) => h('option', { value: v }, v))),
+      destination_id: h('select', { name: 'destination_id', 'aria-label': 'Destination' }, h('option', { value: '' }, 'Any destination')),
+      event_type: h('input', { name: 'event_type', type: 'text', placeholder: 'Event type', maxlength: 200 }),
+      response_code: h('input', { name: 'response_code', type: 'text', placeholder: 'Code: 503, 5xx', maxlength: 3, class: 'narrow' }),
+      from: h('input', { name: 'from', type: 'datetime-local', 'aria-label': 'From', title: 'From (local time)' }),
+      to: h('input', { name: 'to', type: 'datetime-local', 'aria-label': 'To', title: 'To (local time)' }),
+      q: h('input', { name: 'q', type: 'search', placeholder: 'Search bodies…', maxlength: 200, class: 'grow' }),
+    };
+    this.message = h('p', { class: 'form-error', role: 'alert' });
+    this.body = h('tbody', {});
+    this.newer = h('button', { type: 'button', class: 'button', onclick: () => this.go(this.page - 1) }, '← Newer');
+    this.older = h('button', { type: 'button', class: 'button', onclick: () => this.go(this.page + 1) }, 'Older →');
+    this.pageLabel = h('span', { class: 'muted small' });
+    const form = h(
+      'form',
+      {
+        class: 'filters',
+        onsubmit: (e) => {
+          e.preventDefault();
+          this.apply();
+        },
+      },
+      Object.values(this.fields),
+      h('button', { type: 'submit', class: 'button primary' }, 'Search'),
+      h('button', { type: 'button', class: 'button ghost', onclick: () => this.reset(form) }, 'Reset'),
+    );
+    this.element = h(
+      'section',
+      { class: 'card deliveries' },
+      h('header', { class: 'card-head' }, h('h2', {}, 'Deliveries'), h('span', { class: 'muted small' }, 'one row per attempt, newest first'), h('button', { type: 'button', class: 'button small push', onclick: () => this.refresh(), 'data-action': 'refresh' }, 'Refresh')),
+      form,
+      this.message,
+      h('div', { class: 'table-wrap' }, h('table', { class: 'table rows', 'data-table': 'deliveries' }, h('thead', {}, h('tr', {}, ['Time', 'Status', 'Code', 'Destination', 'Event type', 'Delivery', '#'].map((t) => h('th', {}, t)))), this.body)),
+      h('footer', { class: 'pager' }, this.newer, this.pageLabel, this.older),
+    );
+  }
+
+  /** The destinations the filter offers (from the stats). */
+  setDestinations(list) {
+    const select = this.fields.destination_id;
+    const chosen = select.value;
+    replace(select, h('option', { value: '' }, 'Any destination'), list.map((d) => h('option', { value: d.destination_id }, d.name)));
+    select.value = list.some((d) => d.destination_id === chosen) ? chosen : '';
+  }
+
+  apply() {
+    const f = this.fields;
+    this.filters = {
+      status: f.status.value,
+      destination_id: f.destination_id.value,
+      event_type: f.event_type.value.trim(),
+      response_code: f.response_code.value.trim(),
+      from: localInputToIso(f.from.value),
+      to: localInputToIso(f.to.value),
+      q: f.q.value.trim(),
+    };
+    this.cursors = [null];
+    return this.go(0);
+  }
+
+  reset(form) {
+    form.reset();
+    return this.apply();
+  }
+
+  refresh() {
+    return this.go(this.page);
+  }
+
+  async go(page) {
+    if (page < 0 || page >= this.cursors.length) return;
+    this.message.textContent = '';
+    let answer;
+    try {
+      answer = await this.api.get('/deliveries', { ...this.filters, limit: PAGE, cursor: this.cursors[page] });
+    } catch (err) {
+      this.message.textContent = err.message;
+      return;
+    }
+    this.page = page;
+    this.cursors.length = page + 1;
+    if (answer.next_cursor) this.cursors.push(answer.next_cursor);
+    this.render(answer.deliveries);
+  }
+
+  select(id) {
+    this.selected = id;
+    for (const row of this.body.children) row.classList.toggle('selected', row.dataset.delivery === id);
+  }
+
+  render(items) {
+    this.newer.disabled = this.page === 0;
+    this.older.disabled = this.page + 1 >= this.cursors.length;
+    this.pageLabel.textContent = `Page ${this.page + 1}`;
+    if (items.length === 0) {
+      replace(this.body, h('tr', {}, h('td', { colspan: 7, class: 'muted empty-row' }, 'No delivery attempts match.')));
+      return;
+    }
+    replace(
+      this.body,
+      items.map((d) =>
+        h(
+          'tr',
+          {
+            tabindex: 0,
+            class: d.id === this.selected ? 'selected' : '',
+            'data-delivery': d.id,
+            'data-event': d.event_id,
+            onclick: () => this.onSelect(d.id),
+            onkeydown: (e) => {
+              if (e.key === 'Enter') this.onSelect(d.id);
+            },
+          },
+          h('td', { class: 'nowrap', title: d.attempted_at }, when(d.attempted_at)),
+          h('td', {}, statusPill(d.status)),
+          h('td', {}, codePill(d.response_code)),
+          h('td', { class: 'clip', title: d.destination_id }, this.destinationName(d.destination_id) ?? h('span', { class: 'mono' }, short(d.destination_id))),
+          h('td', { class: 'clip' }, d.event_type ?? h('span', { class: 'muted' }, '—')),
+          h('td', { class: 'mono nowrap', title: d.id }, short(d.id, 12)),
+          h('td', { class: 'num' }, String(d.attempt_number)),
+        ),
+      ),
+    );
+  }
+}
