@@ -1,5 +1,6 @@
 import type { IHeaders } from 'kafkajs';
 import type { Logger } from '../../core/log';
+import type { TraceHeaders } from '../../platform/tracing/trace-context';
 import type { AnyOutput } from './stage';
 
 /**
@@ -29,10 +30,14 @@ export function requiredVersion(headers: IHeaders | undefined): bigint {
   return text !== undefined && DECIMAL.test(text) ? BigInt(text) : 0n;
 }
 
-/** `outputs` with the header naming `version`. */
-export function stampVersion(outputs: readonly AnyOutput[], version: bigint): AnyOutput[] {
+/**
+ * `outputs` with the header naming `version`, and the trace context `trace` (the input's) on
+ * those that carry none of their own (a stage's span puts its own there): the headers are made
+ * once per output, the trace context copied with them at no extra cost.
+ */
+export function stampVersion(outputs: readonly AnyOutput[], version: bigint, trace?: TraceHeaders): AnyOutput[] {
   const value = version.toString();
-  return outputs.map((o) => ({ ...o, headers: { ...o.headers, [CONFIG_VERSION_HEADER]: value } }));
+  return outputs.map((o) => ({ ...o, headers: { ...trace, ...o.headers, [CONFIG_VERSION_HEADER]: value } }));
 }
 
 /**
