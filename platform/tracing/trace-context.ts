@@ -54,11 +54,15 @@ function headerText(raw: Buffer | string | (Buffer | string)[] | undefined): str
   return raw.toString();
 }
 
-/** The trace context a consumed Kafka record carries, if any. */
+/** The trace context a consumed Kafka record carries, if any (read for every record a stage handles). */
 export function recordTraceOf(headers: IHeaders | undefined): TraceHeaders | undefined {
   const parent = headers?.[TRACEPARENT];
   if (parent === undefined) return undefined;
-  return traceContextOf(headerText(Array.isArray(parent) ? parent[0] : parent), headerText(headers![TRACESTATE]));
+  const text = headerText(Array.isArray(parent) ? parent[0] : parent);
+  const traceparent = text === undefined ? undefined : validTraceparent(text);
+  if (traceparent === undefined) return undefined;
+  const state = headers![TRACESTATE];
+  return state === undefined ? { traceparent } : traceContextOf(traceparent, headerText(state));
 }
 
 /** The trace context of an HTTP request's headers (Node joins a repeated header with ", "). */
@@ -84,11 +88,14 @@ const POOLED_IDS = 256;
 const ID_BYTES = 24;
 const pool = Buffer.allocUnsafe(POOLED_IDS * ID_BYTES);
 let next = pool.length;
+const HEX = Buffer.from('0123456789abcdef', 'latin1');
+/** The header being written: the ids' hex goes between the fixed parts, then one string is made of it. */
+const written = Buffer.from(`00-${ZERO_TRACE_ID}-${ZERO_SPAN_ID}-01`, 'latin1');
 
 /**
  * A new trace: random trace and parent ids from a pooled buffer (refilled from the system's
- * generator every POOLED_IDS traces, so a webhook costs no system call), marked sampled so that
- * a receiver that records traces keeps its spans of the delivery.
+ * generator every POOLED_IDS traces, so a webhook costs no system call and one string), marked
+ * sampled so that a receiver that records traces keeps its spans of the delivery.
  */
 export function newTraceparent(): string {
   for (;;) {
@@ -96,10 +103,20 @@ export function newTraceparent(): string {
       randomFillSync(pool);
       next = 0;
     }
-    const at = next;
+    let traceBits = 0;
+    let spanBits = 0;
+    let at = 3;
+    for (let i = 0; i < ID_BYTES; i++) {
+      const byte = pool[next + i]!;
+      if (i < 16) traceBits |= byte;
+      else spanBits |= byte;
+      // the dash between the trace id and the span id
+      if (i === 16) at++;
+      written[at++] = HEX[byte >> 4]!;
+      written[at++] = HEX[byte & 15]!;
+    }
     next += ID_BYTES;
-    const traceId = pool.toString('hex', at, at + 16);
-    const spanId = pool.toString('hex', at + 16, at + ID_BYTES);
-    if (traceId !== ZERO_TRACE_ID && spanId !== ZERO_SPAN_ID) return `00-${traceId}-${spanId}-01`;
+    // an all-zero id is invalid (W3C); the odds are nil, the check is free
+    if (traceBits !== 0 && spanBits !== 0) return written.toString('latin1');
   }
 }
