@@ -10,7 +10,7 @@ import { WriterFencedError, type FencedLogWriter } from './log-writer';
 import { oneOwnerAssigner } from './one-owner';
 import { readResumePoint } from './resume';
 import { recordTraceOf } from '../../platform/tracing/trace-context';
-import { endSpan, SPAN_ATTRIBUTES, SpanKind, startSpan, type Span } from '../../platform/tracing/tracing';
+import { endSpan, isTracing, SPAN_ATTRIBUTES, SpanKind, startSpan, type Span } from '../../platform/tracing/tracing';
 
 export interface SequencerOptions {
   /** Leaves sealed into one checkpoint at most. */
@@ -76,7 +76,8 @@ interface Pending {
 
 /** The span of an outcome's way into the log, child of the delivery attempt's span; undefined without spans recorded. */
 function leafSpan(o: DeliveryOutcome, headers: Parameters<typeof recordTraceOf>[0], topic: string): Span | undefined {
-  return startSpan('hookline.evidence', SpanKind.CONSUMER, recordTraceOf(headers), {
+  if (!isTracing()) return undefined;
+  return startSpan('hookline.evidence', SpanKind.CONSUMER, recordTraceOf(headers), () => ({
     'messaging.system': 'kafka',
     'messaging.operation.type': 'process',
     'messaging.destination.name': topic,
@@ -85,7 +86,7 @@ function leafSpan(o: DeliveryOutcome, headers: Parameters<typeof recordTraceOf>[
     [SPAN_ATTRIBUTES.deliveryId]: o.delivery_id,
     [SPAN_ATTRIBUTES.destinationId]: o.destination_id,
     [SPAN_ATTRIBUTES.attempt]: o.attempt_number,
-  });
+  }));
 }
 
 /** Ends the spans of outcomes that leave the buffer unsealed (read again later, by this process or the next owner). */

@@ -102,13 +102,13 @@ export async function acceptWebhook(deps: IngestDeps, ingester: Ingester, req: I
     event_type: null,
     hops,
   };
-  const { trace, span } = beginTrace('hookline.ingest', SpanKind.SERVER, requestTraceOf(req.headers), {
+  const { trace, span } = beginTrace('hookline.ingest', SpanKind.SERVER, requestTraceOf(req.headers), () => ({
     [SPAN_ATTRIBUTES.tenantId]: event.tenant_id,
     [SPAN_ATTRIBUTES.ingesterId]: event.ingester_id,
     [SPAN_ATTRIBUTES.eventId]: event.event_id,
     'http.request.method': event.method,
     'http.route': '/v1/hooks/{ingester_id}',
-  });
+  }));
   try {
     const eventValue = await deps.codec.encode(deps.topics.received, 'WebhookEvent', event);
     // read after the ingester was found, so it covers the configuration the webhook was accepted with

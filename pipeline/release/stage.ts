@@ -139,7 +139,7 @@ export async function runRelease(topics: Topics, config: ReleaseConfig, deps: Ru
     } else {
       if (rescanned) scan.from = offset + 1n;
       outputs = status === 'active' ? [released(task)] : failGone(topics, task, now());
-      const span = startSpan('hookline.release', SpanKind.CONSUMER, trace, {
+      const span = startSpan('hookline.release', SpanKind.CONSUMER, trace, () => ({
         'messaging.system': 'kafka',
         'messaging.operation.type': 'process',
         'messaging.destination.name': heldTopic,
@@ -148,7 +148,7 @@ export async function runRelease(topics: Topics, config: ReleaseConfig, deps: Ru
         [SPAN_ATTRIBUTES.deliveryId]: task.delivery_id,
         [SPAN_ATTRIBUTES.destinationId]: d,
         [SPAN_ATTRIBUTES.outcome]: status === 'active' ? 'released' : 'failed',
-      });
+      }));
       if (span) {
         trace = spanTrace(span, trace);
         endSpan(span);

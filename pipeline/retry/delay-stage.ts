@@ -5,7 +5,7 @@ import { requiredVersion, stampVersion } from '../runtime/config-version';
 import { consume, type ConsumedBatch, type Consuming, type RunnerDeps, type RunningStage } from '../runtime/consume';
 import type { AnyOutput } from '../runtime/stage';
 import { recordTraceOf } from '../../platform/tracing/trace-context';
-import { endSpan, SPAN_ATTRIBUTES, SpanKind, spanTrace, startSpan, type Span } from '../../platform/tracing/tracing';
+import { endSpan, isTracing, SPAN_ATTRIBUTES, SpanKind, spanTrace, startSpan, type Span } from '../../platform/tracing/tracing';
 
 /** Where a task goes once it has waited out one tier: on to delivery, or into the next wait. */
 export function forward(topics: Topics, task: DeliveryTask, now: number): AnyOutput {
@@ -16,7 +16,8 @@ export function forward(topics: Topics, task: DeliveryTask, now: number): AnyOut
 
 /** The span of a task's wait in a tier (only while spans are recorded), from `appendedAt`. */
 function waitSpan(task: DeliveryTask, tier: string, due: boolean, trace: ReturnType<typeof recordTraceOf>, appendedAt: number): Span | undefined {
-  return startSpan('hookline.retry', SpanKind.CONSUMER, trace, {
+  if (!isTracing()) return undefined;
+  return startSpan('hookline.retry', SpanKind.CONSUMER, trace, () => ({
     'messaging.system': 'kafka',
     'messaging.operation.type': 'process',
     'messaging.destination.name': tier,
@@ -27,7 +28,7 @@ function waitSpan(task: DeliveryTask, tier: string, due: boolean, trace: ReturnT
     [SPAN_ATTRIBUTES.attempt]: task.attempt,
     // due: back to delivery; else on into a longer wait
     [SPAN_ATTRIBUTES.outcome]: due ? 'due' : 'waiting',
-  }, appendedAt);
+  }), appendedAt);
 }
 
 /**

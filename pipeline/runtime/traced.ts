@@ -1,6 +1,6 @@
 import type { Attributes } from '@opentelemetry/api';
 import type { RecordName, RecordTypes } from '../../platform/avro/records';
-import { endSpan, SpanKind, SPAN_ATTRIBUTES, spanTrace, startSpan } from '../../platform/tracing/tracing';
+import { endSpan, isTracing, SpanKind, SPAN_ATTRIBUTES, spanTrace, startSpan } from '../../platform/tracing/tracing';
 import type { AnyOutput, RecordStage, StageContext } from './stage';
 
 /** The attributes of a record's span: where it was read and the ids it carries. */
@@ -23,9 +23,13 @@ function recordAttributes(value: unknown, topic: string): Attributes {
  * context on. Without spans recorded it is the bare handler call: no span, no object more; the
  * runner then copies the record's own trace context onto the outputs (stampVersion).
  */
-export async function handleInSpan<N extends RecordName>(stage: RecordStage<N>, value: RecordTypes[N], ctx: StageContext): Promise<AnyOutput[]> {
-  const span = stage.ownSpans ? undefined : startSpan(`hookline.${stage.name}`, stage.spanKind ?? SpanKind.CONSUMER, ctx.trace, recordAttributes(value, stage.input.topic));
-  if (!span) return stage.handle(value, ctx);
+export function handleInSpan<N extends RecordName>(stage: RecordStage<N>, value: RecordTypes[N], ctx: StageContext): Promise<AnyOutput[]> {
+  // not async itself: the common case adds not even a promise to the handler's
+  return stage.ownSpans || !isTracing() ? stage.handle(value, ctx) : handleTraced(stage, value, ctx);
+}
+
+async function handleTraced<N extends RecordName>(stage: RecordStage<N>, value: RecordTypes[N], ctx: StageContext): Promise<AnyOutput[]> {
+  const span = startSpan(`hookline.${stage.name}`, stage.spanKind ?? SpanKind.CONSUMER, ctx.trace, () => recordAttributes(value, stage.input.topic))!;
   const trace = spanTrace(span, ctx.trace);
   try {
     const outputs = await stage.handle(value, { ...ctx, trace, span });

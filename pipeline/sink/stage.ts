@@ -48,7 +48,7 @@ const emptyBuffer = (): Buffer => ({ rows: new Map(), count: 0, offsets: new Map
 
 /** The span of an event's or an attempt's way into ClickHouse, child of the span that wrote its record. */
 function storeSpan(table: 'events' | 'deliveries', topic: string, headers: IHeaders | undefined, ids: { tenant_id: string; event_id: string; delivery_id?: string; destination_id?: string }): Span | undefined {
-  return startSpan('hookline.sink', SpanKind.CONSUMER, recordTraceOf(headers), {
+  return startSpan('hookline.sink', SpanKind.CONSUMER, recordTraceOf(headers), () => ({
     'messaging.system': 'kafka',
     'messaging.operation.type': 'process',
     'messaging.destination.name': topic,
@@ -57,7 +57,7 @@ function storeSpan(table: 'events' | 'deliveries', topic: string, headers: IHead
     [SPAN_ATTRIBUTES.tenantId]: ids.tenant_id,
     [SPAN_ATTRIBUTES.eventId]: ids.event_id,
     ...(ids.delivery_id ? { [SPAN_ATTRIBUTES.deliveryId]: ids.delivery_id, [SPAN_ATTRIBUTES.destinationId]: ids.destination_id } : {}),
-  });
+  }));
 }
 
 /** What the sink makes of one input topic: the rows of a table, or a state row per event record. */

@@ -57,13 +57,13 @@ export async function queueReplays(deps: Omit<ReplayDeps, 'redis' | 'prefix'>, t
   const encoded = await Promise.all(
     tasks.map(async (task) => {
       // each replayed delivery is a trace of its own, begun here
-      const { trace, span } = beginTrace('hookline.replay', SpanKind.PRODUCER, undefined, {
+      const { trace, span } = beginTrace('hookline.replay', SpanKind.PRODUCER, undefined, () => ({
         [SPAN_ATTRIBUTES.tenantId]: task.tenant_id,
         [SPAN_ATTRIBUTES.eventId]: task.event_id,
         [SPAN_ATTRIBUTES.deliveryId]: task.delivery_id,
         [SPAN_ATTRIBUTES.destinationId]: task.destination_id,
         'hookline.replay_of': String(task.replay_of),
-      });
+      }));
       const headers = { ...version, ...trace };
       const replayed: EventTransition = {
         event_id: task.event_id,

@@ -70,11 +70,15 @@ export function isTracing(): boolean {
   return tracer !== undefined;
 }
 
+/** A span's attributes, made only when the span is: a function, so that nothing is built while no span is recorded. */
+export type SpanAttributes = () => Attributes;
+
 /**
  * A span of one record's step, child of the span its trace context names (a new trace without
- * one); undefined when this process records no spans, so that the hot path then makes none.
+ * one); undefined when this process records no spans, so that the hot path then makes none (nor
+ * its attributes).
  */
-export function startSpan(name: string, kind: SpanKind, parent: TraceHeaders | undefined, attributes?: Attributes, startTime?: TimeInput): Span | undefined {
+export function startSpan(name: string, kind: SpanKind, parent: TraceHeaders | undefined, attributes?: SpanAttributes, startTime?: TimeInput): Span | undefined {
   if (!tracer) return undefined;
   let ctx = ROOT_CONTEXT;
   if (parent) {
@@ -87,7 +91,7 @@ export function startSpan(name: string, kind: SpanKind, parent: TraceHeaders | u
       ...(parent.tracestate ? { traceState: createTraceState(parent.tracestate) } : {}),
     });
   }
-  return tracer.startSpan(name, { kind, attributes, startTime }, ctx);
+  return tracer.startSpan(name, { kind, attributes: attributes?.(), startTime }, ctx);
 }
 
 /** The trace context that names `span` as the parent of what follows, with the trace's state unchanged. */
@@ -102,7 +106,7 @@ export function spanTrace(span: Span, parent: TraceHeaders | undefined): TraceHe
  * caller sent one, else new. With spans recorded, the entry's span and its context; else the
  * parent's context as it came (passed on unchanged), or a new trace context.
  */
-export function beginTrace(name: string, kind: SpanKind, parent: TraceHeaders | undefined, attributes?: Attributes): { trace: TraceHeaders; span: Span | undefined } {
+export function beginTrace(name: string, kind: SpanKind, parent: TraceHeaders | undefined, attributes?: SpanAttributes): { trace: TraceHeaders; span: Span | undefined } {
   const span = startSpan(name, kind, parent, attributes);
   if (span) return { trace: spanTrace(span, parent), span };
   return { trace: parent ?? { traceparent: newTraceparent() }, span: undefined };
