@@ -147,6 +147,26 @@ describe('tracing', () => {
     expect(rows).toEqual([{ attempt_number: 1, trace_id: senderTrace }, { attempt_number: 2, trace_id: senderTrace }]);
   });
 
+  it('carries the trace through a paused destination\'s hold and release', async () => {
+    const receiver = await receivers.next();
+    const { hookUrl, destinationId } = await destinationWithIngester(svc, 'traced-held', receiver.url);
+    const patch = (enabled: boolean) => svc.api('PATCH', `/v1/tenants/${svc.tenantId}/destinations/${destinationId}`, JSON.stringify({ enabled }), { headers: { 'content-type': 'application/merge-patch+json' } });
+    expect((await patch(false)).status).toBe(200);
+    const eventId = await post(hookUrl);
+    const held = await traceOf(eventId, ['ingest', 'deliver']);
+    expect(attr(one(held.spans, 'deliver'), 'outcome')).toBe('held');
+    expect(receiver.requests).toHaveLength(0);
+    expect((await patch(true)).status).toBe(200);
+    const [request] = await receiver.waitForRequests(1);
+    const { spans } = await traceOf(eventId, ['deliver', 'release', 'deliver']);
+    const [holding, delivering] = named(spans, 'deliver').sort((x, y) => x.startTime[0] - y.startTime[0] || x.startTime[1] - y.startTime[1]);
+    const release = one(spans, 'release');
+    expect([attr(holding!, 'outcome'), attr(release, 'outcome'), attr(delivering!, 'outcome')]).toEqual(['held', 'released', 'delivered']);
+    expect(parentOf(release)).toBe(holding!.spanContext().spanId);
+    expect(parentOf(delivering!)).toBe(release.spanContext().spanId);
+    expect(request!.headers.traceparent).toBe(`00-${held.traceId}-${delivering!.spanContext().spanId}-01`);
+  });
+
   it('begins a new trace for a traceparent it cannot read, and never makes one trace of two webhooks', async () => {
     const receiver = await receivers.next();
     const { hookUrl } = await destinationWithIngester(svc, 'traced-bad', receiver.url);
