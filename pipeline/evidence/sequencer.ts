@@ -9,7 +9,7 @@ import type { Output } from '../runtime/stage';
 import { WriterFencedError, type FencedLogWriter } from './log-writer';
 import { oneOwnerAssigner } from './one-owner';
 import { readResumePoint } from './resume';
-import { recordTraceOf } from '../../platform/tracing/trace-context';
+import { recordTraceOf, type RecordHeaders } from '../../platform/tracing/trace-context';
 import { endSpan, isTracing, SPAN_ATTRIBUTES, SpanKind, startSpan, type Span } from '../../platform/tracing/tracing';
 
 export interface SequencerOptions {
@@ -75,7 +75,7 @@ interface Pending {
 }
 
 /** The span of an outcome's way into the log, child of the delivery attempt's span; undefined without spans recorded. */
-function leafSpan(o: DeliveryOutcome, headers: Parameters<typeof recordTraceOf>[0], topic: string): Span | undefined {
+function leafSpan(o: DeliveryOutcome, headers: RecordHeaders, topic: string): Span | undefined {
   if (!isTracing()) return undefined;
   return startSpan('hookline.evidence', SpanKind.CONSUMER, recordTraceOf(headers), () => ({
     'messaging.system': 'kafka',

@@ -4,8 +4,7 @@ import type { DeliveryOutcome, EventTransition, EvidenceBatch, LogEntry, RecordN
 import { consume, type ConsumedBatch, type Consuming, type RunnerDeps, type RunningStage } from '../runtime/consume';
 import { decideBatch, fencingTokenOf, type ChainHead } from '../evidence/chain';
 import { ackedRow, eventRow, eventTypeRow, evidenceRows, logRow, outcomeRows, receivedRow, stateRow, transitionRow } from './rows';
-import type { IHeaders } from 'kafkajs';
-import { recordTraceOf, traceIdOf } from '../../platform/tracing/trace-context';
+import { recordTraceOf, traceIdOf, type RecordHeaders } from '../../platform/tracing/trace-context';
 import { endSpan, isTracing, SPAN_ATTRIBUTES, SpanKind, startSpan, type Span } from '../../platform/tracing/tracing';
 
 /**
@@ -47,7 +46,7 @@ interface Buffer {
 const emptyBuffer = (): Buffer => ({ rows: new Map(), count: 0, offsets: new Map(), acked: [], spans: [] });
 
 /** The span of an event's or an attempt's way into ClickHouse, child of the span that wrote its record. */
-function storeSpan(table: 'events' | 'deliveries', topic: string, headers: IHeaders | undefined, ids: { tenant_id: string; event_id: string; delivery_id?: string; destination_id?: string }): Span | undefined {
+function storeSpan(table: 'events' | 'deliveries', topic: string, headers: RecordHeaders, ids: { tenant_id: string; event_id: string; delivery_id?: string; destination_id?: string }): Span | undefined {
   return startSpan('hookline.sink', SpanKind.CONSUMER, recordTraceOf(headers), () => ({
     'messaging.system': 'kafka',
     'messaging.operation.type': 'process',
@@ -151,7 +150,7 @@ export async function runSink(topics: Topics, writer: RowWriter, deps: RunnerDep
   };
 
   /** Adds decoded records to the current buffer, synchronously: no flush can swap it midway. */
-  const appendRows = (input: SinkInput, topic: string, values: unknown[], times: number[], headers: (IHeaders | undefined)[]) => {
+  const appendRows = (input: SinkInput, topic: string, values: unknown[], times: number[], headers: RecordHeaders[]) => {
     const { table } = input;
     // read once per batch: spans are made only while this process records them
     const tracing = isTracing();
@@ -221,7 +220,7 @@ export async function runSink(topics: Topics, writer: RowWriter, deps: RunnerDep
     const values: unknown[] = [];
     const times: number[] = [];
     // the trace context of each record is read only where its rows or spans need it
-    const headers: (IHeaders | undefined)[] = [];
+    const headers: RecordHeaders[] = [];
     for (const message of batch.messages) {
       if (message.value === null) continue;
       const decoded = await batch.decode(message as typeof message & { value: Buffer });

@@ -54,8 +54,11 @@ function headerText(raw: Buffer | string | (Buffer | string)[] | undefined): str
   return raw.toString();
 }
 
+/** The headers of a consumed Kafka record, as kafkajs hands them. */
+export type RecordHeaders = IHeaders | undefined;
+
 /** The trace context a consumed Kafka record carries, if any (read for every record a stage handles). */
-export function recordTraceOf(headers: IHeaders | undefined): TraceHeaders | undefined {
+export function recordTraceOf(headers: RecordHeaders): TraceHeaders | undefined {
   const parent = headers?.[TRACEPARENT];
   if (parent === undefined) return undefined;
   const text = headerText(Array.isArray(parent) ? parent[0] : parent);
