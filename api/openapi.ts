@@ -300,8 +300,9 @@ const attemptProperties: Json = {
   attempted_at: schema('Timestamp'),
   body_sha256: { ...schema('Sha256Hex'), description: 'SHA-256 of the body that was sent; with the other fields it rebuilds the attempt\'s evidence leaf.' },
   error_message: { type: 'string', description: 'Why the attempt failed; absent on success.' },
+  trace_id: { type: ['string', 'null'], pattern: '^[0-9a-f]{32}$', description: 'The W3C trace id of the attempt: the trace its event\'s spans and log lines share, begun at the Hook URL (from the webhook\'s `traceparent` when it sent one) and sent to the destination in the `traceparent` header. `null` for an attempt recorded without one.' },
 };
-const attemptRequired = ['attempt_number', 'status', 'response_code', 'attempted_at', 'body_sha256'];
+const attemptRequired = ['attempt_number', 'status', 'response_code', 'attempted_at', 'body_sha256', 'trace_id'];
 const deliveryProperties: Json = {
   id: { ...schema('DeliveryId'), description: 'The delivery (the `webhook-id` the destination received). Every attempt of one delivery carries the same id.' },
   event_id: schema('EventId'),
@@ -1800,6 +1801,7 @@ function publicPaths(): Json {
         parameters: [
           { name: 'ingester_id', in: 'path', required: true, description: 'The ingester (its `hook_url`).', schema: { type: 'string' }, examples: { id: { value: `${ID_PREFIX.ingester}_${EXAMPLE_ULID}` } } },
           { name: 'X-Correlation-Id', in: 'header', required: false, description: 'Correlation id to carry (1 to 128 visible ASCII characters); else the trace id of `traceparent`, else one is assigned.', schema: { type: 'string' } },
+          { name: 'traceparent', in: 'header', required: false, description: 'W3C trace context: a valid one is continued (its trace id becomes the event\'s trace, and `tracestate`, up to 512 characters, travels with it); else a new trace begins. Every delivery of the event carries the trace on in its own `traceparent`.', schema: { type: 'string' } },
           { name: 'X-Hookline-Hops', in: 'header', required: false, description: 'Set by this service on every delivery: how many of its deliveries the payload has passed through. Absent counts as 0; above `MAX_HOPS` (default 3) the webhook is refused with 422.', schema: { type: 'string' } },
         ],
         requestBody: { required: false, description: 'Any bytes, any content type (gzip, deflate and br encodings are decoded).', content: { '*/*': { schema: {} } } },

@@ -98,6 +98,11 @@ export interface Config {
   proofs: { lagThreshold: number; graceMs: number; dlqThreshold: number };
   /** Bearer token `/metrics` requires; unset, it answers anyone and names no tenant's objects. Never printed. */
   metricsToken: string | undefined;
+  /**
+   * Where spans go: the OTLP/HTTP traces endpoint, and the service name they carry. Without an
+   * endpoint no span is recorded; the trace context still travels on every record.
+   */
+  tracing: { endpoint: string | undefined; serviceName: string };
 }
 
 /** The keyring's source: the keys themselves, or a file holding them (outside DATA_DIR). */
@@ -424,10 +429,21 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
       dlqThreshold: r.integer('PROOF_DLQ_THRESHOLD', 1_000, 0, 1_000_000_000),
     },
     metricsToken: r.token('METRICS_TOKEN', 16),
+    tracing: tracingOf(r),
   };
   if (isSplitWithoutEvidenceKey(config)) r.errors.push(SPLIT_NEEDS_KEY);
   if (r.errors.length > 0) throw new ConfigError(r.errors);
   return config;
+}
+
+/**
+ * The OTLP/HTTP traces endpoint as OpenTelemetry's own variables name it: the traces endpoint as
+ * given, else the base endpoint with `/v1/traces`.
+ */
+function tracingOf(r: Reader): Config['tracing'] {
+  const base = r.optionalUrl('OTEL_EXPORTER_OTLP_ENDPOINT', ['http:', 'https:']);
+  const traces = r.optionalUrl('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', ['http:', 'https:']);
+  return { endpoint: traces ?? (base === undefined ? undefined : `${base}/v1/traces`), serviceName: r.string('OTEL_SERVICE_NAME', 'hookline') };
 }
 
 const SPLIT_NEEDS_KEY = 'EVIDENCE_SIGNING_KEY is required: processes split by stage must share EVIDENCE_SIGNING_KEY (a process that runs the api or evidence stage but not every stage would otherwise generate its own key and sign or publish checkpoints no other process can check)';
@@ -557,5 +573,8 @@ export const SETTINGS: SettingDoc[] = [
   { env: 'PROOF_GRACE_MS', default: '300000', unit: 'milliseconds', description: 'How long an accepted event may rest at `received`, or a delivered attempt wait for `acked`, before PROOF-001 counts it as unaccounted; also the slack PROOF-003 and PROOF-010 allow beyond a breaker\'s or a retry tier\'s delay.' },
   { env: 'PROOF_DLQ_THRESHOLD', default: '1000', unit: 'deliveries', description: 'Dead deliveries of a tenant not yet retried above which PROOF-009 fails.' },
   { env: 'METRICS_TOKEN', default: 'unset: no token', unit: 'string (16 to 1024 visible ASCII characters)', description: 'Bearer token `GET /metrics` requires on every process (`Authorization: Bearer <token>`; otherwise 401). Unset, `/metrics` answers anyone who reaches the port and names no tenant\'s objects: `hookline_breaker_state` (which names destinations) is left empty and only `hookline_breakers` counts the breakers.' },
+  { env: 'OTEL_EXPORTER_OTLP_ENDPOINT', default: 'unset: no spans', unit: 'URL', description: 'OpenTelemetry collector (OTLP over HTTP, e.g. `http://localhost:4318`): spans go to `<it>/v1/traces`, batched. Unset (and no OTEL_EXPORTER_OTLP_TRACES_ENDPOINT), no span is recorded; the W3C trace context still travels on every record, delivery row, log line and outbound request. See Tracing.' },
+  { env: 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', default: 'unset', unit: 'URL', description: 'The OTLP/HTTP traces endpoint itself (`.../v1/traces`), used as given; takes precedence over OTEL_EXPORTER_OTLP_ENDPOINT.' },
+  { env: 'OTEL_SERVICE_NAME', default: 'hookline', unit: 'string', description: 'The `service.name` of the spans this process exports (give each role its own to tell them apart).' },
   { env: 'BOOTSTRAP_DEMO_TENANT', default: 'true', unit: 'boolean', description: 'On first start with an empty configuration, create tenant `demo` and print its API key once (only a process that runs the API does).' },
 ];

@@ -1,3 +1,4 @@
+import { traceIdOf } from '../platform/tracing/trace-context';
 import type { KafkaMessage } from 'kafkajs';
 import { errorMessage, type Logger } from '../core/log';
 import type { RecordName } from '../platform/avro/records';
@@ -40,12 +41,12 @@ export function deadLetter(
  * logged with its place. Its tenant and event come from the decoded value when there is one,
  * else from the input's key (`tenant/...`).
  */
-export function poisonLetter(topic: string, stage: string, log: Logger, ctx: Pick<StageContext, 'position' | 'source'>, value: unknown, reason: string): Output<'DeadLetter'> {
+export function poisonLetter(topic: string, stage: string, log: Logger, ctx: Pick<StageContext, 'position' | 'source' | 'trace'>, value: unknown, reason: string): Output<'DeadLetter'> {
   const subject = (value ?? {}) as { tenant_id?: unknown; event_id?: unknown };
   const keyText = ctx.source.key?.toString() ?? '';
   const tenantId = typeof subject.tenant_id === 'string' ? subject.tenant_id : keyText.split('/')[0] ?? '';
   const eventId = typeof subject.event_id === 'string' ? subject.event_id : null;
-  log.error('record set aside as a dead letter', { topic: ctx.source.topic, partition: ctx.position.partition, offset: ctx.position.offset, tenant_id: tenantId, ...(eventId ? { event_id: eventId } : {}), reason });
+  log.error('record set aside as a dead letter', { topic: ctx.source.topic, partition: ctx.position.partition, offset: ctx.position.offset, tenant_id: tenantId, ...(eventId ? { event_id: eventId } : {}), trace_id: traceIdOf(ctx.trace), reason });
   return deadLetter(topic, stage, ctx, { tenant_id: tenantId, event_id: eventId }, reason);
 }
 

@@ -61,6 +61,7 @@ import { IngestLimiter } from '../pipeline/ingest/limits';
 import { topology } from './topology';
 import { OperationalEvents, publishOnReceived } from '../platform/operational/emitter';
 import { watchBreakers } from '../platform/metrics/breaker-states';
+import { startTracing } from '../platform/tracing/tracing';
 
 export interface RunningService {
   /** Base URL of the HTTP server, when this process runs the api stage. */
@@ -116,6 +117,12 @@ export async function startService(config: Config, log = new Logger(config.logLe
   };
 
   try {
+    // first in, so that it stops last: spans of the stopping stages are still sent
+    if (config.tracing.endpoint) {
+      cleanups.push(startTracing({ endpoint: config.tracing.endpoint, serviceName: config.tracing.serviceName, serviceVersion: buildInfo().version }));
+      // the host only: an endpoint's URL may hold credentials
+      log.info('exporting traces', { collector: URL.parse(config.tracing.endpoint)?.host, service_name: config.tracing.serviceName });
+    }
     let url: string | undefined;
     // a port of 0 is never public: without PUBLIC_BASE_URL/ERROR_BASE the bound port is used
     const resolvePort = (base: string) => (base.endsWith(':0') && url ? `${base.slice(0, -2)}:${new URL(url).port}` : base);

@@ -48,6 +48,7 @@ export function deliveriesRouter(clickhouse: ClickHouseClient, database: string)
         body_sha256: r.body_sha256,
         ...(r.error_message ? { error_message: r.error_message } : {}),
         event_type: types.get(r.event_id) ?? null,
+        trace_id: r.trace_id || null,
       })),
       next_cursor: rows.length > limit && last ? encodeCursor([last.attempted_at_text, last.delivery_id, last.attempt_number], filters) : null,
     });
@@ -68,7 +69,7 @@ export type AttemptRow = DeliveryRow & { next_attempt_at_text: string | null; re
 export async function attemptsOf(clickhouse: ClickHouseClient, database: string, key: ApiKey, deliveryId: string): Promise<AttemptRow[]> {
   const rs = await clickhouse.query({
     query: `SELECT delivery_id, attempt_number, event_id, destination_id, status, response_code, toString(attempted_at) AS attempted_at_text, error_message, body_sha256,
-                   if(isNull(next_attempt_at), NULL, toString(next_attempt_at)) AS next_attempt_at_text, response_body
+                   if(isNull(next_attempt_at), NULL, toString(next_attempt_at)) AS next_attempt_at_text, response_body, trace_id
             FROM ${database}.deliveries FINAL WHERE tenant_id = {tenant:String} AND delivery_id = {id:String} ORDER BY attempt_number`,
     query_params: { tenant: key.tenant_id, id: deliveryId },
     format: 'JSONEachRow',
@@ -98,6 +99,7 @@ export function deliveryBody(attempts: (DeliveryRow & { response_body?: string }
     attempted_at: isoFromClickHouse(last.attempted_at_text),
     body_sha256: last.body_sha256,
     ...(last.error_message ? { error_message: last.error_message } : {}),
+    trace_id: last.trace_id || null,
     attempts: attempts.map((a) => ({
       attempt_number: a.attempt_number,
       status: a.status,
@@ -107,6 +109,7 @@ export function deliveryBody(attempts: (DeliveryRow & { response_body?: string }
       ...(a.error_message ? { error_message: a.error_message } : {}),
       // the table keeps '' for no answer; an attempt without a response code had none
       response_body: a.response_code === null ? null : a.response_body ?? '',
+      trace_id: a.trace_id || null,
     })),
   };
 }

@@ -16,6 +16,8 @@ import { authHeader } from '../../core/destination-auth';
 import { holdTask, isHeld } from './hold';
 import { Pacer } from './pace';
 import { recordDelivery, type DeliveryOutcomeLabel } from '../../platform/metrics/metrics';
+import { TRACEPARENT, TRACESTATE, traceIdOf, type TraceHeaders } from '../../platform/tracing/trace-context';
+import { SPAN_ATTRIBUTES, SpanKind, SpanStatusCode, type Span } from '../../platform/tracing/tracing';
 
 /** What delivery needs of the configuration. */
 export interface DestinationPort {
@@ -62,8 +64,12 @@ function signatureHeader(destination: Destination, task: DeliveryTask, timestamp
   return `${signature} ${signStandardWebhook(previous, task.delivery_id, timestamp, task.body)}`;
 }
 
-/** The Standard Webhooks headers, the original content type, the correlation id and the destination's credentials. */
-export function outboundHeaders(task: DeliveryTask, destination: Destination, nowMs: number): Record<string, string> {
+/**
+ * The Standard Webhooks headers, the original content type, the correlation id, the trace context
+ * of the delivery's span (so that the receiver can join the trace; the signature covers only the
+ * id, the timestamp and the body) and the destination's credentials.
+ */
+export function outboundHeaders(task: DeliveryTask, destination: Destination, nowMs: number, trace?: TraceHeaders): Record<string, string> {
   const timestamp = Math.floor(nowMs / 1000);
   const headers: Record<string, string> = {
     'content-type': task.content_type ?? 'application/octet-stream',
@@ -75,6 +81,10 @@ export function outboundHeaders(task: DeliveryTask, destination: Destination, no
     [HOPS_HEADER]: String((task.hops ?? 0) + 1),
     'user-agent': 'hookline/0.1',
   };
+  if (trace) {
+    headers[TRACEPARENT] = trace.traceparent;
+    if (trace.tracestate) headers[TRACESTATE] = trace.tracestate;
+  }
   // the credentials the receiver asked for; their name is never one of the headers above
   if (destination.auth) {
     const [name, value] = authHeader(destination.auth);
@@ -98,6 +108,20 @@ function outcomeLabel(result: AttemptResult, decision: Decision): DeliveryOutcom
   }
 }
 
+/** What the attempt of a delivery's span came to: the answer, or the failure, and the decision. */
+function noteAttempt(span: Span, destination: Destination, result: AttemptResult, decision: Decision): void {
+  span.setAttributes({
+    [SPAN_ATTRIBUTES.outcome]: decision.action === 'delivered' ? 'delivered' : decision.action === 'dead' ? 'failed' : decision.action === 'retry' ? 'retrying' : 'waiting',
+    'http.request.method': 'POST',
+    // the host only: a destination's path and query may hold its credentials
+    'server.address': URL.parse(destination.url)?.hostname ?? '',
+  });
+  if (result.kind === 'response') span.setAttribute('http.response.status_code', result.status);
+  else if (result.kind === 'error') span.setAttribute('error.type', result.refused ? 'refused' : 'request_failed');
+  else span.setAttribute('error.type', 'breaker_open');
+  if (result.kind !== 'breaker-open' && decision.action !== 'delivered') span.setStatus({ code: SpanStatusCode.ERROR, message: decision.reason });
+}
+
 /**
  * One attempt of one delivery, then what follows it: the outcome record, the state
  * transitions, and the task's next stop (a delay topic, the dead-letter topic, or nothing).
@@ -106,13 +130,13 @@ export function deliverStage(deps: DeliverDeps): RecordStage<'DeliveryTask'> {
   const { topics } = deps;
   const now = deps.now ?? Date.now;
 
-  async function attempt(task: DeliveryTask, destination: Destination): Promise<{ result: AttemptResult; durationMs: number; responseBody?: Buffer }> {
+  async function attempt(task: DeliveryTask, destination: Destination, trace: TraceHeaders | undefined): Promise<{ result: AttemptResult; durationMs: number; responseBody?: Buffer }> {
     const started = now();
     try {
       const res = await deps.breakers.run(destination, async () => {
         let r: Awaited<ReturnType<HttpSender['send']>>;
         try {
-          r = await deps.sender.send({ url: destination.url, headers: outboundHeaders(task, destination, now()), body: task.body });
+          r = await deps.sender.send({ url: destination.url, headers: outboundHeaders(task, destination, now(), trace), body: task.body });
         } catch (err) {
           // a refused target says nothing of the destination's health; a timeout or a reset does
           if (deps.isRefusal(err)) throw err;
@@ -170,17 +194,21 @@ export function deliverStage(deps: DeliverDeps): RecordStage<'DeliveryTask'> {
   return {
     kind: 'record',
     ...stageIo(topics, 'deliver', 'DeliveryTask'),
-    async handle(input: DeliveryTask, { log }): Promise<AnyOutput[]> {
+    // its span covers the outbound request
+    spanKind: SpanKind.CLIENT,
+    async handle(input: DeliveryTask, { log, trace, span }): Promise<AnyOutput[]> {
       let task = input;
-      const fields = { tenant_id: task.tenant_id, event_id: task.event_id, delivery_id: task.delivery_id, destination_id: task.destination_id, correlation_id: task.correlation_id, attempt: task.attempt };
+      const fields = { tenant_id: task.tenant_id, event_id: task.event_id, delivery_id: task.delivery_id, destination_id: task.destination_id, correlation_id: task.correlation_id, trace_id: traceIdOf(trace), attempt: task.attempt };
       // a task that came back early waits in the delay topics, not here
       if (task.not_before > now() + 50) {
+        span?.setAttribute(SPAN_ATTRIBUTES.outcome, 'waiting');
         return [{ topic: delayTopicFor(topics, task.not_before - now()), key: task.destination_id, record: 'DeliveryTask', value: task }];
       }
       const destination = deps.destinations.get('destination', task.tenant_id, task.destination_id);
       if (destination && isHeld(destination)) {
         log.info(`destination ${destination.status}; delivery held`, fields);
         recordDelivery('held');
+        span?.setAttribute(SPAN_ATTRIBUTES.outcome, 'held');
         return [holdTask(topics, task)];
       }
       if (destination && deps.pacer && Pacer.limits(destination)) {
@@ -188,6 +216,7 @@ export function deliverStage(deps: DeliverDeps): RecordStage<'DeliveryTask'> {
         if (paced.action === 'wait') {
           log.debug('delivery waits for its send slot', { ...fields, reason: paced.reason, slot_at: paced.task.slot_at });
           recordDelivery('paced');
+          span?.setAttribute(SPAN_ATTRIBUTES.outcome, 'waiting');
           return [{ topic: delayTopicFor(topics, paced.task.not_before - now()), key: task.destination_id, record: 'DeliveryTask', value: paced.task }];
         }
         task = paced.task;
@@ -198,11 +227,13 @@ export function deliverStage(deps: DeliverDeps): RecordStage<'DeliveryTask'> {
         const reason = destination ? `the destination is ${destination.status}${destination.disabled_reason ? `: ${destination.disabled_reason}` : ''}` : 'the destination no longer exists';
         outcome.error_message = reason;
         recordDelivery('inactive');
+        span?.setAttribute(SPAN_ATTRIBUTES.outcome, 'failed');
         return [{ topic: topics.deliveryCompleted, key: task.destination_id, record: 'DeliveryOutcome', value: outcome }, ...followUp(task, { action: 'dead', reason, disableDestination: false }, log, fields, outcome)];
       }
-      const { result, durationMs, responseBody } = await attempt(task, destination);
+      const { result, durationMs, responseBody } = await attempt(task, destination, trace);
       const schedule = destination.retry_schedule_ms ?? deps.defaultSchedule;
       const decision = decide(result, task.attempt, schedule, now());
+      if (span) noteAttempt(span, destination, result, decision);
       if (result.kind === 'breaker-open') {
         recordDelivery('breaker_open');
         return followUp(task, decision, log, fields, null);

@@ -10,6 +10,8 @@ import { WriterFencedError, type FencedLogWriter } from './log-writer';
 import { oneOwnerAssigner } from './one-owner';
 import { readResumePoint } from './resume';
 import { recordEvidenceSeal, recordEvidenceTreeSize, secondsSince } from '../../platform/metrics/metrics';
+import { recordTraceOf, type RecordHeaders } from '../../platform/tracing/trace-context';
+import { endSpan, isTracing, SPAN_ATTRIBUTES, SpanKind, startSpan, type Span } from '../../platform/tracing/tracing';
 
 export interface SequencerOptions {
   /** Leaves sealed into one checkpoint at most. */
@@ -65,6 +67,38 @@ export interface RunningSequencer extends RunningStage {
 
 const emptyState = (): SequencerState => ({ range: new CompactRange(), marks: new Map() });
 
+/** An outcome read and not sealed yet; `span` (while spans are recorded) runs from its reading to its seal. */
+interface Pending {
+  leaf: PendingLeaf | null;
+  partition: number;
+  offset: bigint;
+  span: Span | undefined;
+}
+
+/** The span of an outcome's way into the log, child of the delivery attempt's span; undefined without spans recorded. */
+function leafSpan(o: DeliveryOutcome, headers: RecordHeaders, topic: string): Span | undefined {
+  if (!isTracing()) return undefined;
+  return startSpan('hookline.evidence', SpanKind.CONSUMER, recordTraceOf(headers), () => ({
+    'messaging.system': 'kafka',
+    'messaging.operation.type': 'process',
+    'messaging.destination.name': topic,
+    [SPAN_ATTRIBUTES.tenantId]: o.tenant_id,
+    [SPAN_ATTRIBUTES.eventId]: o.event_id,
+    [SPAN_ATTRIBUTES.deliveryId]: o.delivery_id,
+    [SPAN_ATTRIBUTES.destinationId]: o.destination_id,
+    [SPAN_ATTRIBUTES.attempt]: o.attempt_number,
+  }));
+}
+
+/** Ends the spans of outcomes that leave the buffer unsealed (read again later, by this process or the next owner). */
+function dropSpans(pending: readonly Pending[], reason: string): void {
+  for (const p of pending) {
+    if (!p.span) continue;
+    p.span.setAttribute(SPAN_ATTRIBUTES.outcome, 'not_sealed');
+    endSpan(p.span, new Error(reason));
+  }
+}
+
 function stateOf(batch: EvidenceBatch): SequencerState {
   return {
     range: new CompactRange(batch.tree_size, batch.frontier),
@@ -105,7 +139,7 @@ export async function runEvidenceSequencer(topics: Topics, deps: RunnerDeps, opt
   let fenced = false;
   let assigned: number[] = [];
   /** Read and not yet sealed, in reading order; `next` per partition is the offset after the last one read. */
-  let buffer: { leaf: PendingLeaf | null; partition: number; offset: bigint }[] = [];
+  let buffer: Pending[] = [];
   let next = new Map<number, bigint>();
   let timer: NodeJS.Timeout | undefined;
   let chain: Promise<unknown> = Promise.resolve();
@@ -120,6 +154,7 @@ export async function runEvidenceSequencer(topics: Topics, deps: RunnerDeps, opt
   let consuming: Consuming;
 
   const recover = async () => {
+    dropSpans(buffer, 'the log is resumed from its tail');
     buffer = [];
     term = 0;
     // first the claim, then the tail: once claimed, no earlier writer can add to the log
@@ -149,6 +184,7 @@ export async function runEvidenceSequencer(topics: Topics, deps: RunnerDeps, opt
     fenced = true;
     needsRecovery = true;
     term = 0;
+    dropSpans(buffer, 'this sequencer was fenced');
     buffer = [];
     if (timer) clearTimeout(timer);
     timer = undefined;
@@ -165,13 +201,25 @@ export async function runEvidenceSequencer(topics: Topics, deps: RunnerDeps, opt
     const marks = new Map(state.marks);
     const leaves: SealedLeaf[] = [];
     const nodes: EvidenceBatch['nodes'] = [];
-    for (const { leaf, partition, offset } of taken) {
+    const spans: Span[] = [];
+    for (const { leaf, partition, offset, span } of taken) {
       const mark = marks.get(partition);
-      if (mark !== undefined && offset < mark) continue; // read twice
+      if (mark !== undefined && offset < mark) {
+        // read twice
+        if (span) {
+          span.setAttribute(SPAN_ATTRIBUTES.outcome, 'already_sealed');
+          endSpan(span);
+        }
+        continue;
+      }
       marks.set(partition, offset + 1n);
       if (!leaf) continue; // set aside: only its place moves on
       const hash = leafHash(leafBytes({ ...leaf, attempted_at: leafTime(leaf.attempted_at) }));
       const leafIndex = range.size;
+      if (span) {
+        span.setAttribute('hookline.leaf_index', leafIndex);
+        spans.push(span);
+      }
       nodes.push(...range.append(hash).map((n) => ({ level: n.level, index: n.index, hash: n.hash })));
       const { source_partition: _p, source_offset: _o, ...fields } = leaf;
       leaves.push({ ...fields, leaf_index: leafIndex, leaf_hash: hash });
@@ -196,6 +244,7 @@ export async function runEvidenceSequencer(topics: Topics, deps: RunnerDeps, opt
         const [record] = await consuming.encode([{ topic: topics.evidenceLeaves, key: 'log', record: 'EvidenceBatch', value: batch }]);
         await options.writer.append([record!]);
       } catch (err) {
+        for (const span of spans) endSpan(span, err);
         if (err instanceof WriterFencedError) return stepDown(leaves.length, err);
         // the append may or may not have happened: only the log's tail can say, once claimed again
         needsRecovery = true;
@@ -203,6 +252,10 @@ export async function runEvidenceSequencer(topics: Topics, deps: RunnerDeps, opt
       }
       recordEvidenceSeal(secondsSince(started));
       recordEvidenceTreeSize(batch.tree_size);
+      for (const span of spans) {
+        span.setAttributes({ [SPAN_ATTRIBUTES.outcome]: 'sealed', 'hookline.tree_size': batch.tree_size });
+        endSpan(span);
+      }
       log.debug('evidence batch sealed', { first_index: batch.first_index, tree_size: batch.tree_size, fencing_token: term });
     }
     // without a leaf nothing is appended: the marks of outcomes set aside move on in memory, and
@@ -249,7 +302,8 @@ export async function runEvidenceSequencer(topics: Topics, deps: RunnerDeps, opt
         if (message.value === null) continue;
         const decoded = await batch.decode<'DeliveryOutcome'>(message as typeof message & { value: Buffer });
         if (decoded.undecodable !== undefined) letters.push(decoded.letter());
-        buffer.push({ leaf: decoded.undecodable !== undefined ? null : pendingLeaf(decoded.value, partition, Number(offset)), partition, offset });
+        const ok = decoded.undecodable === undefined;
+        buffer.push({ leaf: ok ? pendingLeaf(decoded.value, partition, Number(offset)) : null, partition, offset, span: ok ? leafSpan(decoded.value, message.headers, topic) : undefined });
         if (buffer.length >= options.batchSize) await seal();
         if (fenced) return; // deposed by that seal: the rest of the batch is the new owner's
       }

@@ -6,6 +6,8 @@ import { deadLetter } from '../dead-letter';
 import type { AnyOutput, RecordStage, StageContext } from '../runtime/stage';
 import { transition } from '../transitions';
 import { evaluateFilters } from './evaluate';
+import { traceIdOf } from '../../platform/tracing/trace-context';
+import { SPAN_ATTRIBUTES } from '../../platform/tracing/tracing';
 
 export interface IngesterLookup {
   get(kind: 'ingester', tenantId: string, id: string): Ingester | undefined;
@@ -36,8 +38,8 @@ export function filterStage(topics: Topics, config: IngesterLookup, limits: Filt
     kind: 'record',
     ...stageIo(topics, 'filter', 'WebhookEvent'),
     async handle(event: WebhookEvent, ctx): Promise<AnyOutput[]> {
-      const { log } = ctx;
-      const fields = { tenant_id: event.tenant_id, event_id: event.event_id, ingester_id: event.ingester_id, correlation_id: event.correlation_id, event_type: event.event_type };
+      const { log, span } = ctx;
+      const fields = { tenant_id: event.tenant_id, event_id: event.event_id, ingester_id: event.ingester_id, correlation_id: event.correlation_id, trace_id: traceIdOf(ctx.trace), event_type: event.event_type };
       const ingester = config.get('ingester', event.tenant_id, event.ingester_id);
       const { filters, errors, refused } = filtersOf(ingester);
       const problems = [...errors, ...refused];
@@ -45,14 +47,17 @@ export function filterStage(topics: Topics, config: IngesterLookup, limits: Filt
         // stored filters that no longer parse hold events back rather than let everything through
         const reason = `filter not evaluated: the ingester's filters are invalid: ${problems.map((e) => `${e.field} ${e.message}`).join('; ')}`;
         log.error('event set aside: the ingester\'s filters are invalid', { ...fields, errors: problems });
+        span?.setAttribute(SPAN_ATTRIBUTES.outcome, 'set_aside');
         return setAside(event, ctx, reason);
       }
       const verdict = evaluateFilters(filters, event, limits);
       if ('unevaluable' in verdict) {
         const reason = `filter not evaluated: rule ${verdict.rule_index}: ${verdict.reason}`;
         log.warn('event set aside: the filters cannot evaluate it', { ...fields, rule_index: verdict.rule_index, reason: verdict.reason });
+        span?.setAttribute(SPAN_ATTRIBUTES.outcome, 'set_aside');
         return setAside(event, ctx, reason);
       }
+      span?.setAttribute(SPAN_ATTRIBUTES.outcome, verdict.pass ? 'passed' : 'dropped');
       if (!verdict.pass) {
         log.info('event dropped by filter', { ...fields, rule_index: verdict.rule_index, rule: verdict.rule, reason: verdict.reason });
         return [];

@@ -14,6 +14,8 @@ import { correlationIdOf } from './correlation';
 import { REDACTED_HEADERS, REDACTED_VALUE } from '../../core/secrets/redacted-headers';
 import type { IngestLimiter, Refusal } from './limits';
 import { recordIngestAccepted, recordIngestRefused, type IngestRefusal } from '../../platform/metrics/metrics';
+import { requestTraceOf, traceIdOf } from '../../platform/tracing/trace-context';
+import { beginTrace, endSpan, SPAN_ATTRIBUTES, SpanKind } from '../../platform/tracing/tracing';
 
 export interface IngesterFinder {
   find(kind: 'ingester', id: string): Ingester | undefined;
@@ -76,12 +78,14 @@ export interface Accepted {
  * transition row from it). `url` is the request target as sent (path and query). The record
  * names the configuration version it was accepted with, so that a validating process that has
  * not applied that ingester yet waits for it instead of refusing the webhook. Its log lines
- * carry `requestId` (a field, not a child logger: this is the hot path).
+ * carry `requestId` (a field, not a child logger: this is the hot path). The record carries
+ * the W3C trace context on: the request's `traceparent` (and `tracestate`) when it has a valid
+ * one, else a new trace; with spans recorded, that of the webhook's `hookline.ingest` span.
  */
 export async function acceptWebhook(deps: IngestDeps, ingester: Ingester, req: IncomingMessage, url: string, payload: Buffer, requestId?: string): Promise<Accepted> {
   const hops = hopsOf(req.headers[HOPS_HEADER]);
   if (hops > deps.maxHops) {
-    deps.log.warn('webhook refused: too many hops through this service', { request_id: requestId, tenant_id: ingester.tenant_id, ingester_id: ingester.id, hops, max_hops: deps.maxHops });
+    deps.log.warn('webhook refused: too many hops through this service', { request_id: requestId, tenant_id: ingester.tenant_id, ingester_id: ingester.id, trace_id: traceIdOf(requestTraceOf(req.headers)), hops, max_hops: deps.maxHops });
     throw unprocessable([{ field: HOPS_HEADER, message: `this webhook has passed through ${hops} deliveries of this service; at most ${deps.maxHops} are accepted` }]);
   }
   const q = url.indexOf('?');
@@ -100,18 +104,30 @@ export async function acceptWebhook(deps: IngestDeps, ingester: Ingester, req: I
     event_type: null,
     hops,
   };
-  const eventValue = await deps.codec.encode(deps.topics.received, 'WebhookEvent', event);
-  // read after the ingester was found, so it covers the configuration the webhook was accepted with
-  const headers = { [CONFIG_VERSION_HEADER]: deps.config.version.toString() };
+  const { trace, span } = beginTrace('hookline.ingest', SpanKind.SERVER, requestTraceOf(req.headers), () => ({
+    [SPAN_ATTRIBUTES.tenantId]: event.tenant_id,
+    [SPAN_ATTRIBUTES.ingesterId]: event.ingester_id,
+    [SPAN_ATTRIBUTES.eventId]: event.event_id,
+    'http.request.method': event.method,
+    'http.route': '/v1/hooks/{ingester_id}',
+  }));
   try {
+    const eventValue = await deps.codec.encode(deps.topics.received, 'WebhookEvent', event);
+    // read after the ingester was found, so it covers the configuration the webhook was accepted with
+    const headers = { [CONFIG_VERSION_HEADER]: deps.config.version.toString(), ...trace };
     await deps.producer.send([{ topic: deps.topics.received, messages: [{ key: `${event.tenant_id}/${event.ingester_id}`, value: eventValue, headers }] }]);
   } catch (err) {
+    if (span) endSpan(span, err);
     // Kafka not acknowledging is a passing condition: the sender should retry, not give up
     if (err instanceof Error && err.name.startsWith('KafkaJS')) throw new AppError('service-unavailable', 'the event could not be stored durably; retry shortly', {}, true, { cause: err });
     throw err;
   }
   recordIngestAccepted();
-  deps.log.debug('received', { request_id: requestId, tenant_id: event.tenant_id, event_id: event.event_id, ingester_id: event.ingester_id, correlation_id: event.correlation_id, bytes: payload.length });
+  if (span) {
+    span.setAttribute(SPAN_ATTRIBUTES.outcome, 'received');
+    endSpan(span);
+  }
+  deps.log.debug('received', { request_id: requestId, tenant_id: event.tenant_id, event_id: event.event_id, ingester_id: event.ingester_id, correlation_id: event.correlation_id, trace_id: traceIdOf(trace), bytes: payload.length });
   return { event_id: event.event_id, correlation_id: event.correlation_id, status: 'received' };
 }
 

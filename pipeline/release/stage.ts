@@ -9,6 +9,8 @@ import { requiredVersion, stampVersion } from '../runtime/config-version';
 import { consume, type ConsumedBatch, type Consuming, type RunnerDeps, type RunningStage } from '../runtime/consume';
 import type { AnyOutput } from '../runtime/stage';
 import { transition } from '../transitions';
+import { recordTraceOf, traceIdOf } from '../../platform/tracing/trace-context';
+import { endSpan, SPAN_ATTRIBUTES, SpanKind, spanTrace, startSpan } from '../../platform/tracing/tracing';
 
 /** What release needs of the configuration: destinations, and word when one changes. */
 export interface ReleaseConfig {
@@ -129,6 +131,7 @@ export async function runRelease(topics: Topics, config: ReleaseConfig, deps: Ru
     if (waiting) await waiting;
     const status = statusOf(task);
     let outputs: AnyOutput[] = [];
+    let trace = recordTraceOf(message.headers);
     if (status === 'held') {
       // paused again while its range was read: the rest waits for the next resume
       if (rescanned) st.scans.delete(d);
@@ -136,9 +139,23 @@ export async function runRelease(topics: Topics, config: ReleaseConfig, deps: Ru
     } else {
       if (rescanned) scan.from = offset + 1n;
       outputs = status === 'active' ? [released(task)] : failGone(topics, task, now());
-      if (status === 'gone') c.log.warn('held delivery failed: its destination was deleted', { tenant_id: task.tenant_id, event_id: task.event_id, delivery_id: task.delivery_id, destination_id: d, correlation_id: task.correlation_id });
+      const span = startSpan('hookline.release', SpanKind.CONSUMER, trace, () => ({
+        'messaging.system': 'kafka',
+        'messaging.operation.type': 'process',
+        'messaging.destination.name': heldTopic,
+        [SPAN_ATTRIBUTES.tenantId]: task.tenant_id,
+        [SPAN_ATTRIBUTES.eventId]: task.event_id,
+        [SPAN_ATTRIBUTES.deliveryId]: task.delivery_id,
+        [SPAN_ATTRIBUTES.destinationId]: d,
+        [SPAN_ATTRIBUTES.outcome]: status === 'active' ? 'released' : 'failed',
+      }));
+      if (span) {
+        trace = spanTrace(span, trace);
+        endSpan(span);
+      }
+      if (status === 'gone') c.log.warn('held delivery failed: its destination was deleted', { tenant_id: task.tenant_id, event_id: task.event_id, delivery_id: task.delivery_id, destination_id: d, correlation_id: task.correlation_id, trace_id: traceIdOf(trace) });
     }
-    return stampVersion(outputs, c.config.decided(required));
+    return stampVersion(outputs, c.config.decided(required), trace);
   };
 
   const finishScans = (st: PartitionState) => {

@@ -4,6 +4,8 @@ import { delayTopicFor } from '../deliver/delay';
 import { requiredVersion, stampVersion } from '../runtime/config-version';
 import { consume, type ConsumedBatch, type Consuming, type RunnerDeps, type RunningStage } from '../runtime/consume';
 import type { AnyOutput } from '../runtime/stage';
+import { recordTraceOf } from '../../platform/tracing/trace-context';
+import { endSpan, isTracing, SPAN_ATTRIBUTES, SpanKind, spanTrace, startSpan, type Span } from '../../platform/tracing/tracing';
 
 /** Where a task goes once it has waited out one tier: on to delivery, or into the next wait. */
 export function forward(topics: Topics, task: DeliveryTask, now: number): AnyOutput {
@@ -12,12 +14,31 @@ export function forward(topics: Topics, task: DeliveryTask, now: number): AnyOut
   return { topic, key: task.destination_id, record: 'DeliveryTask', value: task };
 }
 
+/** The span of a task's wait in a tier (only while spans are recorded), from `appendedAt`. */
+function waitSpan(task: DeliveryTask, tier: string, due: boolean, trace: ReturnType<typeof recordTraceOf>, appendedAt: number): Span | undefined {
+  if (!isTracing()) return undefined;
+  return startSpan('hookline.retry', SpanKind.CONSUMER, trace, () => ({
+    'messaging.system': 'kafka',
+    'messaging.operation.type': 'process',
+    'messaging.destination.name': tier,
+    [SPAN_ATTRIBUTES.tenantId]: task.tenant_id,
+    [SPAN_ATTRIBUTES.eventId]: task.event_id,
+    [SPAN_ATTRIBUTES.deliveryId]: task.delivery_id,
+    [SPAN_ATTRIBUTES.destinationId]: task.destination_id,
+    [SPAN_ATTRIBUTES.attempt]: task.attempt,
+    // due: back to delivery; else on into a longer wait
+    [SPAN_ATTRIBUTES.outcome]: due ? 'due' : 'waiting',
+  }), appendedAt);
+}
+
 /**
  * The delay tiers. Every record of tier T waits until T after it was appended; since all
  * records of a tier wait equally long, the head of a partition is always due first, so the
  * partition is paused until the head is due and resumed then. The wait is carried by Kafka: a
  * crash loses nothing, the records are read again and wait out what is left. Bytes that do not
- * decode go to the dead-letter topic with the reason and the partition goes on.
+ * decode go to the dead-letter topic with the reason and the partition goes on. A task goes on
+ * with its trace context; with spans recorded, its `hookline.retry` span covers its wait in the
+ * tier, from its append to its forwarding.
  */
 export async function runDelayTiers(topics: Topics, deps: RunnerDeps, now: () => number = Date.now): Promise<RunningStage> {
   const delayOf = new Map(topics.retryTiers.map((t) => [t.topic, t.delayMs]));
@@ -26,6 +47,7 @@ export async function runDelayTiers(topics: Topics, deps: RunnerDeps, now: () =>
   const onBatch = async (batch: ConsumedBatch, consuming: Consuming) => {
     const delay = delayOf.get(batch.topic) ?? 0;
     const due: AnyOutput[] = [];
+    const spans: Span[] = [];
     let lastDue: string | undefined;
     for (const message of batch.messages) {
       if (!batch.active()) break;
@@ -43,13 +65,25 @@ export async function runDelayTiers(topics: Topics, deps: RunnerDeps, now: () =>
       if (message.value !== null) {
         const decoded = await batch.decode<'DeliveryTask'>(message as typeof message & { value: Buffer });
         const next = decoded.undecodable !== undefined ? decoded.letter() : forward(topics, decoded.value, now());
+        let trace = recordTraceOf(message.headers);
+        const span = decoded.undecodable === undefined ? waitSpan(decoded.value, batch.topic, next.topic === topics.deliveryRequested, trace, Number(message.timestamp)) : undefined;
+        if (span) {
+          spans.push(span);
+          trace = spanTrace(span, trace);
+        }
         // the task goes on as it was decided: the deliver stage waits for the version it names
-        due.push(...stampVersion([next], consuming.config.decided(requiredVersion(message.headers))));
+        due.push(...stampVersion([next], consuming.config.decided(requiredVersion(message.headers)), trace));
       }
       lastDue = message.offset;
     }
     if (lastDue === undefined) return;
-    await consuming.send(await consuming.encode(due));
+    try {
+      await consuming.send(await consuming.encode(due));
+    } catch (err) {
+      for (const span of spans) endSpan(span, err);
+      throw err;
+    }
+    for (const span of spans) endSpan(span);
     batch.resolve(lastDue);
     await consuming.commitNow([{ topic: batch.topic, partition: batch.partition, offset: (BigInt(lastDue) + 1n).toString() }]);
     await batch.heartbeat();

@@ -7,6 +7,8 @@ import { DEFAULT_FILTER_LIMITS, type FilterLimits } from '../../core/filters';
 import { filterContext } from '../filter/evaluate';
 import { isOperational, subscribesExplicitly } from '../../core/operational-events';
 import { subscribed } from './subscriptions';
+import { traceIdOf } from '../../platform/tracing/trace-context';
+import { SPAN_ATTRIBUTES } from '../../platform/tracing/tracing';
 
 /** What routing needs to know of the configuration. */
 export interface FlowLookup {
@@ -27,7 +29,8 @@ export function routeStage(topics: Topics, config: FlowLookup, maxFanout: number
   return {
     kind: 'record',
     ...stageIo(topics, 'route', 'WebhookEvent'),
-    async handle(event: WebhookEvent, { log }): Promise<AnyOutput[]> {
+    async handle(event: WebhookEvent, { log, trace, span }): Promise<AnyOutput[]> {
+      const traceId = traceIdOf(trace);
       const destinations = new Set<string>();
       const considered = new Set<string>();
       // one context for every destination: the body is parsed at most once per event
@@ -41,8 +44,8 @@ export function routeStage(topics: Topics, config: FlowLookup, maxFanout: number
         considered.add(id);
         const skipped = subscribed(destination, event.event_type, view);
         if (skipped === null) destinations.add(id);
-        else if (skipped.invalid) log.warn('destination skipped: its stored filter is invalid', { tenant_id: event.tenant_id, event_id: event.event_id, destination_id: id, reason: skipped.reason });
-        else log.debug('event not routed to a destination: not subscribed', { tenant_id: event.tenant_id, event_id: event.event_id, destination_id: id, event_type: event.event_type, ...skipped });
+        else if (skipped.invalid) log.warn('destination skipped: its stored filter is invalid', { tenant_id: event.tenant_id, event_id: event.event_id, destination_id: id, trace_id: traceId, reason: skipped.reason });
+        else log.debug('event not routed to a destination: not subscribed', { tenant_id: event.tenant_id, event_id: event.event_id, destination_id: id, trace_id: traceId, event_type: event.event_type, ...skipped });
       };
       const operational = isOperational(event);
       if (operational) {
@@ -55,20 +58,22 @@ export function routeStage(topics: Topics, config: FlowLookup, maxFanout: number
         }
       }
       if (destinations.size === 0) {
+        span?.setAttribute(SPAN_ATTRIBUTES.outcome, 'not_routed');
         if (considered.size > 0 || operational) {
-          log.debug('no destination subscribes to the event; it goes no further', { tenant_id: event.tenant_id, event_id: event.event_id, ingester_id: event.ingester_id, correlation_id: event.correlation_id, event_type: event.event_type });
+          log.debug('no destination subscribes to the event; it goes no further', { tenant_id: event.tenant_id, event_id: event.event_id, ingester_id: event.ingester_id, correlation_id: event.correlation_id, trace_id: traceId, event_type: event.event_type });
           return [];
         }
-        log.warn('no destination in the ingester\'s delivery flows; the event goes no further', { tenant_id: event.tenant_id, event_id: event.event_id, ingester_id: event.ingester_id, correlation_id: event.correlation_id });
+        log.warn('no destination in the ingester\'s delivery flows; the event goes no further', { tenant_id: event.tenant_id, event_id: event.event_id, ingester_id: event.ingester_id, correlation_id: event.correlation_id, trace_id: traceId });
         return [];
       }
       // MAX_FANOUT may have been lowered after the flows were written: the first ones in a
       // stable order go, so the same event always reaches the same destinations
       const chosen = [...destinations].sort();
       if (chosen.length > maxFanout) {
-        log.warn('more destinations than MAX_FANOUT; the rest are left out', { tenant_id: event.tenant_id, event_id: event.event_id, ingester_id: event.ingester_id, correlation_id: event.correlation_id, destinations: chosen.length, max_fanout: maxFanout, left_out: chosen.length - maxFanout });
+        log.warn('more destinations than MAX_FANOUT; the rest are left out', { tenant_id: event.tenant_id, event_id: event.event_id, ingester_id: event.ingester_id, correlation_id: event.correlation_id, trace_id: traceId, destinations: chosen.length, max_fanout: maxFanout, left_out: chosen.length - maxFanout });
         chosen.length = maxFanout;
       }
+      span?.setAttributes({ [SPAN_ATTRIBUTES.outcome]: 'routed', 'hookline.deliveries': chosen.length });
       return chosen.map((destinationId): AnyOutput => {
         const task: DeliveryTask = {
           // derived, so routing the same event twice yields the same delivery (and webhook-id)

@@ -6,6 +6,8 @@ import { poisonLetter } from '../dead-letter';
 import { consume, type ConsumedBatch, type Consuming, type EncodedOutput, type RunnerDeps, type RunningStage } from './consume';
 import { requiredVersion, stampVersion } from './config-version';
 import { CHAINED_HEADER, checkWrites, type AnyOutput, type RecordStage, type Stage, type StageContext } from './stage';
+import { recordTraceOf, traceIdOf } from '../../platform/tracing/trace-context';
+import { handleInSpan } from './traced';
 
 export type { RunnerDeps, RunningStage } from './consume';
 
@@ -30,16 +32,16 @@ export async function handleRecord<S extends RecordStage>(stage: S, deps: Runner
   const attempts = stage.attempts ?? HANDLER_ATTEMPTS;
   const waiting = consuming.config.ready(ctx.configVersion);
   if (waiting) await waiting;
-  const decided = (outputs: AnyOutput[]) => consuming.encode(stampVersion(outputs, consuming.config.decided(ctx.configVersion)));
+  const decided = (outputs: AnyOutput[]) => consuming.encode(stampVersion(outputs, consuming.config.decided(ctx.configVersion), ctx.trace));
   for (let attempt = 1; ; attempt++) {
     try {
-      const outputs = await stage.handle(value as never, ctx);
+      const outputs = await handleInSpan(stage, value as never, ctx);
       checkWrites(stage, outputs);
       return await decided(outputs);
     } catch (err) {
       if (consuming.stopped() || (attempt >= attempts && !deps.deadLetterTopic)) throw err;
       if (attempt >= attempts) return decided([poisonLetter(deps.deadLetterTopic!, stage.name, consuming.log, ctx, value, `stage ${stage.name} failed on this record ${attempt} times: ${errorMessage(err)}`)]);
-      consuming.log.error('handling failed; trying again', { attempt, error: errorMessage(err) });
+      consuming.log.error('handling failed; trying again', { attempt, error: errorMessage(err), trace_id: traceIdOf(ctx.trace) });
       await backoff(attempt);
     }
   }
@@ -52,6 +54,7 @@ export function contextOf(batch: ConsumedBatch, consuming: Consuming, message: {
     position: { partition: batch.partition, offset: message.offset },
     source: { topic: batch.topic, key: message.key, value: message.value },
     configVersion: requiredVersion(message.headers),
+    trace: recordTraceOf(message.headers),
   };
 }
 
@@ -95,7 +98,7 @@ export async function runStage(stage: Stage, deps: RunnerDeps, until?: ReadonlyM
     const messages = inRange.filter((m): m is typeof m & { value: Buffer } => m.value !== null && !(until && m.headers?.[CHAINED_HEADER] !== undefined));
     const outputs = await mapInOrder(messages, recordStage.concurrency ?? 16, async (message) => {
       const decoded = await batch.decode(message);
-      if (decoded.undecodable !== undefined) return consuming.encode(stampVersion([decoded.letter()], requiredVersion(message.headers)));
+      if (decoded.undecodable !== undefined) return consuming.encode(stampVersion([decoded.letter()], requiredVersion(message.headers), recordTraceOf(message.headers)));
       return handleRecord(recordStage, deps, consuming, decoded.value, contextOf(batch, consuming, message));
     });
     await consuming.send(outputs.flat());

@@ -1,5 +1,8 @@
 import type { Logger } from '../../core/log';
 import type { RecordName, RecordTypes } from '../../platform/avro/records';
+import { TRACEPARENT, TRACESTATE, type TraceHeaders } from '../../platform/tracing/trace-context';
+import type { Span, SpanKind } from '../../platform/tracing/tracing';
+import { handleInSpan } from './traced';
 
 /** A record a stage wants written; the runner encodes it and produces it with acks=all. */
 export interface Output<N extends RecordName = RecordName> {
@@ -30,6 +33,14 @@ export interface StageContext {
    * decision was made with on every output (CONFIG_VERSION_HEADER).
    */
   configVersion: bigint;
+  /**
+   * The W3C trace context of the record (its `traceparent` and `tracestate` headers), or inside
+   * the stage's span, that span's: what the outputs carry on (TRACEPARENT), and the trace a log
+   * line names (`trace_id`). Undefined for a record written without one.
+   */
+  trace?: TraceHeaders;
+  /** The record's span in this stage, only while spans are recorded: the handler notes what it decided. */
+  span?: Span;
 }
 
 /**
@@ -54,6 +65,13 @@ export interface RecordStage<N extends RecordName = RecordName> {
    */
   attempts?: number;
   handle(value: RecordTypes[N], ctx: StageContext): Promise<AnyOutput[]>;
+  /** The kind of its spans (`hookline.<name>`); default CONSUMER. */
+  spanKind?: SpanKind;
+  /**
+   * True when the handler makes the spans itself and puts their trace context on its outputs (a
+   * chain: one span per stage in it), instead of one span around the whole handler.
+   */
+  ownSpans?: boolean;
 }
 
 /** Throws when an output goes to a topic the stage does not declare it writes. */
@@ -62,6 +80,14 @@ export function checkWrites(stage: { name: string; writes?: readonly string[] },
   for (const o of outputs) {
     if (!stage.writes.includes(o.topic)) throw new Error(`stage ${stage.name} wrote to ${o.topic}, which it does not declare`);
   }
+}
+
+/** The trace context an output names (a stage's span put it there), if any. */
+function traceOfHeaders(headers: Record<string, string> | undefined): TraceHeaders | undefined {
+  const traceparent = headers?.[TRACEPARENT];
+  if (traceparent === undefined) return undefined;
+  const tracestate = headers![TRACESTATE];
+  return tracestate === undefined ? { traceparent } : { traceparent, tracestate };
 }
 
 export type Stage = RecordStage<'WebhookEvent'> | RecordStage<'DeliveryTask'> | RecordStage<'DeliveryOutcome'>;
@@ -91,19 +117,22 @@ export function chainStages<N extends RecordName>(first: RecordStage<N>, ...rest
     writes: first.writes && rest.every((s) => s.writes) ? [...new Set(stages.flatMap((s) => s.writes!))] : undefined,
     concurrency: first.concurrency,
     attempts: first.attempts,
+    // each stage of the chain has its span: an output handed on carries its stage's trace context
+    ownSpans: true,
     async handle(value, ctx) {
       const outputs: AnyOutput[] = [];
-      let inputs: RecordTypes[N][] = [value];
+      let inputs: { value: RecordTypes[N]; trace: TraceHeaders | undefined }[] = [{ value, trace: ctx.trace }];
       for (let i = 0; i < stages.length && inputs.length > 0; i++) {
         const next = stages[i + 1];
-        const passed: RecordTypes[N][] = [];
+        const passed: typeof inputs = [];
         const stageCtx = i === 0 ? ctx : { ...ctx, log: logsOf(ctx.log)[i]! };
         for (const input of inputs) {
-          const produced = await stages[i]!.handle(input, stageCtx);
+          // without spans recorded every stage sees the chain's input's trace context: no new context
+          const produced = await handleInSpan(stages[i]!, input.value, input.trace === stageCtx.trace ? stageCtx : { ...stageCtx, trace: input.trace });
           checkWrites(stages[i]!, produced);
           for (const o of produced) {
             if (next && o.topic === next.input.topic) {
-              passed.push(o.value as RecordTypes[N]);
+              passed.push({ value: o.value as RecordTypes[N], trace: traceOfHeaders(o.headers) ?? input.trace });
               outputs.push({ ...o, headers: { ...o.headers, [CHAINED_HEADER]: next.name } });
             } else outputs.push(o);
           }

@@ -3,6 +3,7 @@ import type { RecordName, RecordTypes } from '../../platform/avro/records';
 import { consume, type ConsumedBatch, type Consuming, type EncodedOutput, type RunnerDeps, type RunningStage } from './consume';
 import { requiredVersion, stampVersion } from './config-version';
 import { backoff, contextOf, handleRecord } from './run-stage';
+import { recordTraceOf } from '../../platform/tracing/trace-context';
 import type { RecordStage, StageContext } from './stage';
 
 interface Slot {
@@ -162,7 +163,7 @@ export async function runWindowedStage<N extends RecordName>(stage: RecordStage<
         let work: Promise<EncodedOutput[] | RecordTypes[N]>;
         try {
           const decoded = await batch.decode<N>(message as typeof message & { value: Buffer });
-          work = decoded.undecodable !== undefined ? consuming.encode(stampVersion([decoded.letter()], requiredVersion(message.headers))) : Promise.resolve(decoded.value);
+          work = decoded.undecodable !== undefined ? consuming.encode(stampVersion([decoded.letter()], requiredVersion(message.headers), recordTraceOf(message.headers))) : Promise.resolve(decoded.value);
         } catch (err) {
           // a registry that does not answer (or bytes with nowhere to be set aside) fail the
           // batch, fetched again from this record: it must not hold a slot meanwhile

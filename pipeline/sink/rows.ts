@@ -88,9 +88,10 @@ export function deliveredRow(o: DeliveryOutcome) {
 
 /**
  * The log line of an attempt, from its outcome record: what the deliver stage printed, at the end
- * of the attempt, with an id derived from the attempt so that an outcome read twice gives one row.
+ * of the attempt, with an id derived from the attempt so that an outcome read twice gives one row,
+ * and the trace id the outcome record's trace context names (in its fields, as printed).
  */
-export function outcomeLogRow(o: DeliveryOutcome) {
+export function outcomeLogRow(o: DeliveryOutcome, traceId?: string) {
   const ts = o.attempted_at + o.duration_ms;
   const line = OUTCOME_LINES[o.status];
   return {
@@ -105,11 +106,12 @@ export function outcomeLogRow(o: DeliveryOutcome) {
     destination_id: o.destination_id,
     ingester_id: null,
     correlation_id: o.correlation_id,
-    fields: JSON.stringify(outcomeLineFields(o)),
+    fields: JSON.stringify(traceId ? { ...outcomeLineFields(o), trace_id: traceId } : outcomeLineFields(o)),
   };
 }
 
-export function deliveryRow(o: DeliveryOutcome) {
+/** An attempt's row; `traceId` is the trace its outcome record names ('' for none). */
+export function deliveryRow(o: DeliveryOutcome, traceId = '') {
   return {
     tenant_id: o.tenant_id,
     delivery_id: o.delivery_id,
@@ -127,15 +129,16 @@ export function deliveryRow(o: DeliveryOutcome) {
     response_body: o.response_body ?? '',
     replay_of: o.replay_of ?? null,
     replay_job_id: o.replay_job_id ?? null,
+    trace_id: traceId,
   };
 }
 
 /**
  * Every row one delivery attempt's outcome makes: the attempt, its log line and, when it
- * delivered, the event's `delivered` transition.
+ * delivered, the event's `delivered` transition; the first two name the attempt's trace.
  */
-export function outcomeRows(o: DeliveryOutcome): { deliveries: ReturnType<typeof deliveryRow>; logs: ReturnType<typeof outcomeLogRow>; event_transitions?: ReturnType<typeof deliveredRow> } {
-  return { deliveries: deliveryRow(o), logs: outcomeLogRow(o), ...(o.status === 'delivered' ? { event_transitions: deliveredRow(o) } : {}) };
+export function outcomeRows(o: DeliveryOutcome, traceId?: string): { deliveries: ReturnType<typeof deliveryRow>; logs: ReturnType<typeof outcomeLogRow>; event_transitions?: ReturnType<typeof deliveredRow> } {
+  return { deliveries: deliveryRow(o, traceId), logs: outcomeLogRow(o, traceId), ...(o.status === 'delivered' ? { event_transitions: deliveredRow(o) } : {}) };
 }
 
 /** The rows of one sealed evidence batch, per table. */

@@ -5,6 +5,8 @@ import { consume, type ConsumedBatch, type Consuming, type RunnerDeps, type Runn
 import { decideBatch, fencingTokenOf, type ChainHead } from '../evidence/chain';
 import { recordSinkFlush, secondsSince } from '../../platform/metrics/metrics';
 import { ackedRow, eventRow, eventTypeRow, evidenceRows, logRow, outcomeRows, receivedRow, stateRow, transitionRow } from './rows';
+import { recordTraceOf, traceIdOf, type RecordHeaders } from '../../platform/tracing/trace-context';
+import { endSpan, isTracing, SPAN_ATTRIBUTES, SpanKind, startSpan, type Span } from '../../platform/tracing/tracing';
 
 /**
  * The tables the sink fills, in the order a flush inserts them: a checkpoint row goes in only
@@ -38,9 +40,25 @@ interface Buffer {
    * inserted after the evidence tables, so a delivery shows `acked` only once its proof can be read.
    */
   acked: Record<string, unknown>[];
+  /** While spans are recorded: the `hookline.sink` span of each event and attempt in this buffer, ended once its rows are in. */
+  spans: Span[];
 }
 
-const emptyBuffer = (): Buffer => ({ rows: new Map(), count: 0, offsets: new Map(), acked: [] });
+const emptyBuffer = (): Buffer => ({ rows: new Map(), count: 0, offsets: new Map(), acked: [], spans: [] });
+
+/** The span of an event's or an attempt's way into ClickHouse, child of the span that wrote its record. */
+function storeSpan(table: 'events' | 'deliveries', topic: string, headers: RecordHeaders, ids: { tenant_id: string; event_id: string; delivery_id?: string; destination_id?: string }): Span | undefined {
+  return startSpan('hookline.sink', SpanKind.CONSUMER, recordTraceOf(headers), () => ({
+    'messaging.system': 'kafka',
+    'messaging.operation.type': 'process',
+    'messaging.destination.name': topic,
+    'db.system.name': 'clickhouse',
+    'db.collection.name': table,
+    [SPAN_ATTRIBUTES.tenantId]: ids.tenant_id,
+    [SPAN_ATTRIBUTES.eventId]: ids.event_id,
+    ...(ids.delivery_id ? { [SPAN_ATTRIBUTES.deliveryId]: ids.delivery_id, [SPAN_ATTRIBUTES.destinationId]: ids.destination_id } : {}),
+  }));
+}
 
 /** Rows of a buffer per table, as its flush inserts them (the `acked` rows go into event_transitions). */
 function rowCounts(b: Buffer): [SinkTable, number][] {
@@ -109,9 +127,16 @@ export async function runSink(topics: Topics, writer: RowWriter, deps: RunnerDep
         if (b.acked.length > 0) await writer.insert('event_transitions', b.acked);
         await consuming.commitNow([...b.offsets.values()]);
         recordSinkFlush(rowCounts(b), secondsSince(started));
+        for (const span of b.spans) {
+          span.setAttribute(SPAN_ATTRIBUTES.outcome, 'stored');
+          endSpan(span);
+        }
         return;
       } catch (err) {
-        if (consuming.stopped() && attempt >= 3) throw err;
+        if (consuming.stopped() && attempt >= 3) {
+          for (const span of b.spans) endSpan(span, err);
+          throw err;
+        }
         consuming.log.error('sink insert failed; trying again', { attempt, rows: b.count, error: errorMessage(err) });
         await new Promise((r) => setTimeout(r, Math.min(10_000, 100 * 2 ** attempt)));
       }
@@ -135,8 +160,10 @@ export async function runSink(topics: Topics, writer: RowWriter, deps: RunnerDep
   };
 
   /** Adds decoded records to the current buffer, synchronously: no flush can swap it midway. */
-  const appendRows = (input: SinkInput, values: unknown[], times: number[]) => {
+  const appendRows = (input: SinkInput, topic: string, values: unknown[], times: number[], headers: RecordHeaders[]) => {
     const { table } = input;
+    // read once per batch: spans are made only while this process records them
+    const tracing = isTracing();
     const rowsOf = (t: SinkTable) => {
       let rows = buffer.rows.get(t);
       if (!rows) buffer.rows.set(t, (rows = []));
@@ -149,6 +176,8 @@ export async function runSink(topics: Topics, writer: RowWriter, deps: RunnerDep
         case 'events': {
           const event = value as WebhookEvent;
           rows.push(eventRow(event));
+          const span = tracing ? storeSpan('events', topic, headers[i], event) : undefined;
+          if (span) buffer.spans.push(span);
           // the event record is the record of its `received` state
           rowsOf('event_transitions').push(receivedRow(event));
           buffer.count++;
@@ -159,7 +188,10 @@ export async function runSink(topics: Topics, writer: RowWriter, deps: RunnerDep
           if (input.state === 'validated' && (value as WebhookEvent).event_type) rowsOf('event_types').push(eventTypeRow(value as WebhookEvent));
           break;
         case 'deliveries': {
-          const made = outcomeRows(value as DeliveryOutcome);
+          const outcome = value as DeliveryOutcome;
+          const made = outcomeRows(outcome, traceIdOf(recordTraceOf(headers[i])));
+          const span = tracing ? storeSpan('deliveries', topic, headers[i], outcome) : undefined;
+          if (span) buffer.spans.push(span);
           rows.push(made.deliveries);
           rowsOf('logs').push(made.logs);
           if (made.event_transitions) rowsOf('event_transitions').push(made.event_transitions);
@@ -197,6 +229,8 @@ export async function runSink(topics: Topics, writer: RowWriter, deps: RunnerDep
     // during any await, and rows, counts and offsets must all land in the same buffer.
     const values: unknown[] = [];
     const times: number[] = [];
+    // the trace context of each record is read only where its rows or spans need it
+    const headers: RecordHeaders[] = [];
     for (const message of batch.messages) {
       if (message.value === null) continue;
       const decoded = await batch.decode(message as typeof message & { value: Buffer });
@@ -207,8 +241,9 @@ export async function runSink(topics: Topics, writer: RowWriter, deps: RunnerDep
       }
       values.push(decoded.value);
       times.push(Number(message.timestamp));
+      headers.push(message.headers);
     }
-    appendRows(input, values, times);
+    appendRows(input, batch.topic, values, times, headers);
     const last = batch.lastOffset();
     batch.resolve(last);
     buffer.offsets.set(`${batch.topic}:${batch.partition}`, { topic: batch.topic, partition: batch.partition, offset: (BigInt(last) + 1n).toString() });

@@ -11,6 +11,8 @@ export interface DeliveryRow {
   attempted_at_text: string;
   error_message: string | null;
   body_sha256: string;
+  /** The attempt's W3C trace id; '' when its records carried none (or it was recorded before trace ids). Read by the list and the delivery view. */
+  trace_id?: string;
 }
 
 /** What a search narrows the attempts to; null: no such filter. */
@@ -61,7 +63,7 @@ export function listDeliveriesSql(database: string, f: DeliveriesFilter, rows: n
     params.resources = f.destinationIds;
   }
   const text = f.search ? searchConditions(database, f.search, where, params) : null;
-  const page = (conditions: string[]) => `SELECT delivery_id, attempt_number, event_id, destination_id, status, response_code, toString(attempted_at) AS attempted_at_text, error_message, body_sha256
+  const page = (conditions: string[]) => `SELECT delivery_id, attempt_number, event_id, destination_id, status, response_code, toString(attempted_at) AS attempted_at_text, error_message, body_sha256, trace_id
             FROM ${database}.deliveries
             WHERE ${conditions.join(' AND ')}
             ORDER BY attempted_at DESC, delivery_id DESC, attempt_number DESC

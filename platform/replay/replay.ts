@@ -5,6 +5,7 @@ import type { Topics } from '../../core/topics';
 import type { AvroCodec } from '../avro/codec';
 import type { DeliveryTask, EventTransition } from '../avro/records';
 import { CONFIG_VERSION_HEADER } from '../../pipeline/runtime/config-version';
+import { beginTrace, endSpan, SPAN_ATTRIBUTES, SpanKind } from '../tracing/tracing';
 
 export interface ReplayDeps {
   producer: Producer;
@@ -52,9 +53,18 @@ export async function replayDelivery(deps: ReplayDeps, dead: DeliveryTask, reaso
 export async function queueReplays(deps: Omit<ReplayDeps, 'redis' | 'prefix'>, tasks: readonly DeliveryTask[], reason: string): Promise<void> {
   if (tasks.length === 0) return;
   const now = Date.now();
-  const headers = deps.config ? { [CONFIG_VERSION_HEADER]: deps.config.version.toString() } : undefined;
+  const version = deps.config ? { [CONFIG_VERSION_HEADER]: deps.config.version.toString() } : undefined;
   const encoded = await Promise.all(
     tasks.map(async (task) => {
+      // each replayed delivery is a trace of its own, begun here
+      const { trace, span } = beginTrace('hookline.replay', SpanKind.PRODUCER, undefined, () => ({
+        [SPAN_ATTRIBUTES.tenantId]: task.tenant_id,
+        [SPAN_ATTRIBUTES.eventId]: task.event_id,
+        [SPAN_ATTRIBUTES.deliveryId]: task.delivery_id,
+        [SPAN_ATTRIBUTES.destinationId]: task.destination_id,
+        'hookline.replay_of': String(task.replay_of),
+      }));
+      const headers = { ...version, ...trace };
       const replayed: EventTransition = {
         event_id: task.event_id,
         tenant_id: task.tenant_id,
@@ -70,14 +80,20 @@ export async function queueReplays(deps: Omit<ReplayDeps, 'redis' | 'prefix'>, t
         deps.codec.encode(deps.topics.deliveryRequested, 'DeliveryTask', task),
         deps.codec.encode(deps.topics.transitions, 'EventTransition', replayed),
       ]);
-      return { task, taskValue, transitionValue };
+      return { task, taskValue, transitionValue, headers, span };
     }),
   );
-  await deps.producer.sendBatch({
-    acks: -1,
-    topicMessages: [
-      { topic: deps.topics.transitions, messages: encoded.map((e) => ({ key: `${e.task.tenant_id}/${e.task.event_id}`, value: e.transitionValue, headers })) },
-      { topic: deps.topics.deliveryRequested, messages: encoded.map((e) => ({ key: e.task.destination_id, value: e.taskValue, headers })) },
-    ],
-  });
+  try {
+    await deps.producer.sendBatch({
+      acks: -1,
+      topicMessages: [
+        { topic: deps.topics.transitions, messages: encoded.map((e) => ({ key: `${e.task.tenant_id}/${e.task.event_id}`, value: e.transitionValue, headers: e.headers })) },
+        { topic: deps.topics.deliveryRequested, messages: encoded.map((e) => ({ key: e.task.destination_id, value: e.taskValue, headers: e.headers })) },
+      ],
+    });
+  } catch (err) {
+    for (const e of encoded) if (e.span) endSpan(e.span, err);
+    throw err;
+  }
+  for (const e of encoded) if (e.span) endSpan(e.span);
 }

@@ -457,7 +457,7 @@ describe('API contract: every route and every answer that applies', () => {
       expect(Object.keys(res.body).sort()).toEqual(['deliveries', 'next_cursor']);
       expect(res.body.next_cursor).toBeNull();
       const dead = res.body.deliveries.find((d: { id: string }) => d.id === f.deadDelivery);
-      expect(dead).toEqual({ id: f.deadDelivery, event_id: f.event, destination_id: f.deadDest, status: 'failed', response_code: 500, attempt_number: 1, attempted_at: expect.any(String), body_sha256: expect.stringMatching(/^[0-9a-f]{64}$/), error_message: expect.any(String), event_type: null });
+      expect(dead).toEqual({ id: f.deadDelivery, event_id: f.event, destination_id: f.deadDest, status: 'failed', response_code: 500, attempt_number: 1, attempted_at: expect.any(String), body_sha256: expect.stringMatching(/^[0-9a-f]{64}$/), error_message: expect.any(String), event_type: null, trace_id: expect.stringMatching(/^[0-9a-f]{32}$/) });
       for (const d of res.body.deliveries) {
         expect(d).toMatchObject({ id: expect.stringMatching(/^dlv_/), event_id: expect.stringMatching(/^evt_/), destination_id: expect.stringMatching(/^dst_/), status: expect.stringMatching(/^(delivered|retrying|failed)$/), attempt_number: expect.any(Number) });
         expect(Number.isInteger(d.attempt_number)).toBe(true);
@@ -474,7 +474,8 @@ describe('API contract: every route and every answer that applies', () => {
       expect(res.status).toBe(200);
       expect(res.body).toMatchObject({ id: f.deadDelivery, event_id: f.event, destination_id: f.deadDest, status: 'failed', response_code: 500, attempt_number: 1, error_message: expect.any(String) });
       expect(isIsoUtc(res.body.attempted_at)).toBe(true);
-      expect(res.body.attempts).toEqual([{ attempt_number: 1, status: 'failed', response_code: 500, attempted_at: res.body.attempted_at, body_sha256: res.body.body_sha256, error_message: expect.any(String), response_body: 'ok' }]);
+      expect(res.body.attempts).toEqual([{ attempt_number: 1, status: 'failed', response_code: 500, attempted_at: res.body.attempted_at, body_sha256: res.body.body_sha256, error_message: expect.any(String), response_body: 'ok', trace_id: res.body.trace_id }]);
+      expect(res.body.trace_id).toMatch(/^[0-9a-f]{32}$/);
     });
 
     it('GET /logs: {logs, next_cursor}, every entry with id, timestamp, level, message', async () => {

@@ -1,0 +1,122 @@
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, createTraceState, trace, type Attributes, type Span, type TimeInput, type Tracer } from '@opentelemetry/api';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import { BasicTracerProvider, BatchSpanProcessor, SimpleSpanProcessor, type SpanExporter, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { ATTR_ERROR_TYPE, ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
+import { newTraceparent, parentIdOf, traceIdOf, type TraceHeaders } from './trace-context';
+
+export { SpanKind, SpanStatusCode, type Span };
+
+/** Attribute names of the pipeline's spans (the ids every log line carries, and what the step decided). */
+export const SPAN_ATTRIBUTES = {
+  tenantId: 'hookline.tenant_id',
+  eventId: 'hookline.event_id',
+  ingesterId: 'hookline.ingester_id',
+  deliveryId: 'hookline.delivery_id',
+  destinationId: 'hookline.destination_id',
+  attempt: 'hookline.attempt',
+  /** What the step came to: received, validated, passed, routed, delivered, retrying, held, stored... */
+  outcome: 'hookline.outcome',
+} as const;
+
+let tracer: Tracer | undefined;
+let provider: BasicTracerProvider | undefined;
+
+export interface TracingOptions {
+  /** The OTLP/HTTP traces endpoint (`.../v1/traces`). */
+  endpoint: string;
+  serviceName: string;
+  serviceVersion?: string;
+}
+
+function install(processor: SpanProcessor, serviceName: string, serviceVersion?: string): () => Promise<void> {
+  const own = new BasicTracerProvider({
+    resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: serviceName, ...(serviceVersion ? { [ATTR_SERVICE_VERSION]: serviceVersion } : {}) }),
+    spanProcessors: [processor],
+  });
+  const previous = provider;
+  provider = own;
+  tracer = own.getTracer('hookline');
+  void previous?.shutdown();
+  return async () => {
+    if (provider === own) {
+      provider = undefined;
+      tracer = undefined;
+    }
+    // spans still queued are sent before the process goes
+    await own.shutdown();
+  };
+}
+
+/**
+ * Records spans and exports them by OTLP/HTTP (batched in the background) until the returned
+ * function is called, which sends what is queued. Without this (no OTEL_EXPORTER_OTLP_*
+ * endpoint) the process records no span at all: only the trace context travels.
+ */
+export function startTracing(options: TracingOptions): () => Promise<void> {
+  return install(new BatchSpanProcessor(new OTLPTraceExporter({ url: options.endpoint })), options.serviceName, options.serviceVersion);
+}
+
+/**
+ * Records spans into `exporter`, each as it ends (tests pass an InMemorySpanExporter), until the
+ * returned function is called.
+ */
+export function installSpanExporter(exporter: SpanExporter, serviceName = 'hookline'): () => Promise<void> {
+  return install(new SimpleSpanProcessor(exporter), serviceName);
+}
+
+/** True while spans are recorded in this process. */
+export function isTracing(): boolean {
+  return tracer !== undefined;
+}
+
+/** A span's attributes, made only when the span is: a function, so that nothing is built while no span is recorded. */
+export type SpanAttributes = () => Attributes;
+
+/**
+ * A span of one record's step, child of the span its trace context names (a new trace without
+ * one); undefined when this process records no spans, so that the hot path then makes none (nor
+ * its attributes).
+ */
+export function startSpan(name: string, kind: SpanKind, parent: TraceHeaders | undefined, attributes?: SpanAttributes, startTime?: TimeInput): Span | undefined {
+  if (!tracer) return undefined;
+  let ctx = ROOT_CONTEXT;
+  if (parent) {
+    const flags = parent.traceparent.slice(53, 55);
+    ctx = trace.setSpanContext(ROOT_CONTEXT, {
+      traceId: traceIdOf(parent)!,
+      spanId: parentIdOf(parent),
+      traceFlags: Number.parseInt(flags, 16),
+      isRemote: true,
+      ...(parent.tracestate ? { traceState: createTraceState(parent.tracestate) } : {}),
+    });
+  }
+  return tracer.startSpan(name, { kind, attributes: attributes?.(), startTime }, ctx);
+}
+
+/** The trace context that names `span` as the parent of what follows, with the trace's state unchanged. */
+export function spanTrace(span: Span, parent: TraceHeaders | undefined): TraceHeaders {
+  const { traceId, spanId, traceFlags } = span.spanContext();
+  const traceparent = `00-${traceId}-${spanId}-${traceFlags & 1 ? '01' : '00'}`;
+  return parent?.tracestate ? { traceparent, tracestate: parent.tracestate } : { traceparent };
+}
+
+/**
+ * The trace of work that enters here (a webhook, a replay): continued from `parent` when the
+ * caller sent one, else new. With spans recorded, the entry's span and its context; else the
+ * parent's context as it came (passed on unchanged), or a new trace context.
+ */
+export function beginTrace(name: string, kind: SpanKind, parent: TraceHeaders | undefined, attributes?: SpanAttributes): { trace: TraceHeaders; span: Span | undefined } {
+  const span = startSpan(name, kind, parent, attributes);
+  if (span) return { trace: spanTrace(span, parent), span };
+  return { trace: parent ?? { traceparent: newTraceparent() }, span: undefined };
+}
+
+/** Ends a span: failed when `err` is given (its class as error.type, its message as status). */
+export function endSpan(span: Span, err?: unknown): void {
+  if (err !== undefined) {
+    span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) });
+    span.setAttribute(ATTR_ERROR_TYPE, err instanceof Error ? err.name : 'error');
+  }
+  span.end();
+}
