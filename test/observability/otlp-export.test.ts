@@ -78,9 +78,10 @@ describe('OTLP export', () => {
       OTEL_SERVICE_NAME: 'hookline-deliver',
     };
     for (const name of ['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', 'SECRETS_KEK_FILE']) delete env[name];
-    deliverer = spawnService(env);
+    deliverer = spawnService(env, { direct: true });
     await deliverer.waitForOutput(/"msg":"service ready"/, 120_000);
-    expect(deliverer.stdout()).toMatch(new RegExp(`"msg":"exporting traces","collector":"127.0.0.1:${port}","service_name":"hookline-deliver"`));
+    const lines = deliverer.stdout().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(lines.find((l) => l.msg === 'exporting traces')).toMatchObject({ collector: `127.0.0.1:${port}`, service_name: 'hookline-deliver' });
 
     const [traceId, senderSpan] = ['0af7651916cd43dd8448eb211c80319c', 'b7ad6b7169203331'];
     const res = await fetch(hookUrl, { method: 'POST', headers: { 'content-type': 'application/json', traceparent: `00-${traceId}-${senderSpan}-01` }, body: '{}' });
@@ -88,8 +89,10 @@ describe('OTLP export', () => {
     const eventId = ((await res.json()) as { event_id: string }).event_id;
     const [request] = await receiver.waitForRequests(1, 30_000);
     // the deliver process sends what it still holds when it stops
-    await stopService(deliverer);
+    const stopping = deliverer;
+    await stopService(stopping);
     deliverer = undefined;
+    expect(await stopping.exited).toEqual({ code: 0, signal: null });
 
     expect(exports.length).toBeGreaterThan(0);
     expect(new Set(exports.map((e) => e.path))).toEqual(new Set(['/v1/traces']));

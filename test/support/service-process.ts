@@ -29,8 +29,13 @@ process.once('exit', () => {
   }
 });
 
-export function spawnService(env: NodeJS.ProcessEnv): ServiceProcess {
-  const child = spawn(TSX, ['service/main.ts'], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+export function spawnService(env: NodeJS.ProcessEnv, options: { direct?: boolean } = {}): ServiceProcess {
+  // direct: node runs the service itself (tsx as a loader), so SIGTERM reaches the service's own
+  // handler; the tsx wrapper relays it, but kills a child that does not answer its relay at once
+  // (a loaded machine), which skips the graceful stop a test may be about
+  const child = options.direct
+    ? spawn(process.execPath, ['--import', 'tsx', 'service/main.ts'], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
+    : spawn(TSX, ['service/main.ts'], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   if (child.pid === undefined) throw new Error('the service process did not start');
   const pgid = child.pid;
   started.add(pgid);
