@@ -28,6 +28,9 @@ export function judgeKafkaLine(level: logLevel, message: string, error: unknown,
   if (/coordinator is not available|coordinator is loading|Restarting the consumer in \d+ms/.test(text) && !/NumberOfRetriesExceeded/.test(text)) return 'drop';
   // producers keep bounded retries on purpose (see createProducer): an outage must reach the caller
   if (/Limiting retries for the idempotent producer/.test(text)) return 'drop';
+  // a heartbeat answered while the group rebalances (a member joined or left): kafkajs rejoins
+  // by itself and says so at info; an error line per member per rebalance is only noise
+  if (message.startsWith('Response Heartbeat') && error === 'The group is rebalancing, so a rejoin is needed') return 'drop';
   // ensureTopics retries what is retriable, takes "already exists" as done, and reports the rest itself
   if (message.startsWith('Response CreateTopics') && error === 'Topic creation errors') return 'drop';
   // the request-level line of a retried answer ("Response Metadata(key: 3, version: 6)")

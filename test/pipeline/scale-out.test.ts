@@ -100,7 +100,7 @@ describe('two evidence processes', () => {
       for (const id of ids) await waitForStates(svc, id, ['delivered', 'acked'], 90_000);
       return ids;
     };
-    const resumed = /"msg":"evidence log resumed"[^\n]*"partitions":[1-9]/;
+    const resumed = /^(?=[^\n]*"msg":"evidence log resumed")[^\n]*"partitions":[1-9]/m;
     const before = await send(8);
     // the owner is the one that resumed the log with partitions; the other stood by
     const owners = sequencers.filter((p) => resumed.test(p.stdout()));

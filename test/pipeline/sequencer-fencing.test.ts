@@ -15,7 +15,7 @@ import { signalGroup, spawnService, stopService, type ServiceProcess } from '../
 // an independent RFC 9162 consistency verifier beside the project's own
 const { verifyConsistencyProof } = RFC9162;
 
-const RESUMED = /^\{[^\n]*"msg":"evidence log resumed"[^\n]*"partitions":[1-9][^\n]*\}$/m;
+const RESUMED = /^(?=[^\n]*"msg":"evidence log resumed")\{[^\n]*"partitions":[1-9][^\n]*\}$/m;
 const FENCED = /^\{[^\n]*"msg":"evidence log writer fenced[^\n]*\}$/m;
 const every = (pattern: RegExp, text: string): string[] => text.match(new RegExp(pattern.source, 'gm')) ?? [];
 

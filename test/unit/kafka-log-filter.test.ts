@@ -16,6 +16,8 @@ describe('the kafkajs line filter', () => {
     ['a leader that moved later on, as the warning it is', logLevel.ERROR, 'Response Metadata(key: 3, version: 6)', NOT_HOSTED, KAFKA_STARTUP_WINDOW_MS + 1, 'warn'],
     ['a group coordinator still loading', logLevel.ERROR, 'Response JoinGroup(key: 11, version: 5)', 'The coordinator is loading and hence can\'t process requests', 1_000, 'drop'],
     ['topics that could not be created, which ensureTopics reports itself', logLevel.ERROR, 'Response CreateTopics(key: 19, version: 3)', 'Topic creation errors', 1_000, 'drop'],
+    ['a heartbeat during a rebalance, at any time', logLevel.ERROR, 'Response Heartbeat(key: 12, version: 3)', 'The group is rebalancing, so a rejoin is needed', KAFKA_STARTUP_WINDOW_MS + 1, 'drop'],
+    ['a rebalance answer to another request', logLevel.ERROR, 'Response OffsetCommit(key: 8, version: 5)', 'The group is rebalancing, so a rejoin is needed', 1_000, 'error'],
     ['a record too large, at start too', logLevel.ERROR, 'Response Produce(key: 0, version: 7)', 'The request included a message larger than the max message size the server will accept', 1_000, 'error'],
     ['a refused connection', logLevel.ERROR, 'Connection error: connect ECONNREFUSED 127.0.0.1:9092', undefined, 1_000, 'error'],
     ['a retry that ran out', logLevel.ERROR, 'Crash: KafkaJSNumberOfRetriesExceeded: The group coordinator is not available', 'The group coordinator is not available', 90_000, 'error'],
