@@ -11,7 +11,7 @@ import { oneOwnerAssigner } from './one-owner';
 import { readResumePoint } from './resume';
 import { recordEvidenceSeal, recordEvidenceTreeSize, secondsSince } from '../../platform/metrics/metrics';
 import { recordTraceOf, type RecordHeaders } from '../../platform/tracing/trace-context';
-import { endSpan, isTracing, SPAN_ATTRIBUTES, SpanKind, startSpan, type Span } from '../../platform/tracing/tracing';
+import { endSpan, recordSpanAttributes, isTracing, SPAN_ATTRIBUTES, SpanKind, startSpan, type Span } from '../../platform/tracing/tracing';
 
 export interface SequencerOptions {
   /** Leaves sealed into one checkpoint at most. */
@@ -78,16 +78,7 @@ interface Pending {
 /** The span of an outcome's way into the log, child of the delivery attempt's span; undefined without spans recorded. */
 function leafSpan(o: DeliveryOutcome, headers: RecordHeaders, topic: string): Span | undefined {
   if (!isTracing()) return undefined;
-  return startSpan('hookline.evidence', SpanKind.CONSUMER, recordTraceOf(headers), () => ({
-    'messaging.system': 'kafka',
-    'messaging.operation.type': 'process',
-    'messaging.destination.name': topic,
-    [SPAN_ATTRIBUTES.tenantId]: o.tenant_id,
-    [SPAN_ATTRIBUTES.eventId]: o.event_id,
-    [SPAN_ATTRIBUTES.deliveryId]: o.delivery_id,
-    [SPAN_ATTRIBUTES.destinationId]: o.destination_id,
-    [SPAN_ATTRIBUTES.attempt]: o.attempt_number,
-  }));
+  return startSpan('hookline.evidence', SpanKind.CONSUMER, recordTraceOf(headers), () => recordSpanAttributes(topic, { ...o, attempt: o.attempt_number }));
 }
 
 /** Ends the spans of outcomes that leave the buffer unsealed (read again later, by this process or the next owner). */

@@ -10,7 +10,7 @@ import { consume, type ConsumedBatch, type Consuming, type RunnerDeps, type Runn
 import type { AnyOutput } from '../runtime/stage';
 import { transition } from '../transitions';
 import { recordTraceOf, traceIdOf } from '../../platform/tracing/trace-context';
-import { endSpan, SPAN_ATTRIBUTES, SpanKind, spanTrace, startSpan } from '../../platform/tracing/tracing';
+import { endSpan, recordSpanAttributes, SPAN_ATTRIBUTES, SpanKind, spanTrace, startSpan } from '../../platform/tracing/tracing';
 
 /** What release needs of the configuration: destinations, and word when one changes. */
 export interface ReleaseConfig {
@@ -140,13 +140,7 @@ export async function runRelease(topics: Topics, config: ReleaseConfig, deps: Ru
       if (rescanned) scan.from = offset + 1n;
       outputs = status === 'active' ? [released(task)] : failGone(topics, task, now());
       const span = startSpan('hookline.release', SpanKind.CONSUMER, trace, () => ({
-        'messaging.system': 'kafka',
-        'messaging.operation.type': 'process',
-        'messaging.destination.name': heldTopic,
-        [SPAN_ATTRIBUTES.tenantId]: task.tenant_id,
-        [SPAN_ATTRIBUTES.eventId]: task.event_id,
-        [SPAN_ATTRIBUTES.deliveryId]: task.delivery_id,
-        [SPAN_ATTRIBUTES.destinationId]: d,
+        ...recordSpanAttributes(heldTopic, { tenant_id: task.tenant_id, event_id: task.event_id, delivery_id: task.delivery_id, destination_id: d }),
         [SPAN_ATTRIBUTES.outcome]: status === 'active' ? 'released' : 'failed',
       }));
       if (span) {

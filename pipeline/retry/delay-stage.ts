@@ -5,7 +5,7 @@ import { requiredVersion, stampVersion } from '../runtime/config-version';
 import { consume, type ConsumedBatch, type Consuming, type RunnerDeps, type RunningStage } from '../runtime/consume';
 import type { AnyOutput } from '../runtime/stage';
 import { recordTraceOf } from '../../platform/tracing/trace-context';
-import { endSpan, isTracing, SPAN_ATTRIBUTES, SpanKind, spanTrace, startSpan, type Span } from '../../platform/tracing/tracing';
+import { endSpan, recordSpanAttributes, isTracing, SPAN_ATTRIBUTES, SpanKind, spanTrace, startSpan, type Span } from '../../platform/tracing/tracing';
 
 /** Where a task goes once it has waited out one tier: on to delivery, or into the next wait. */
 export function forward(topics: Topics, task: DeliveryTask, now: number): AnyOutput {
@@ -18,14 +18,7 @@ export function forward(topics: Topics, task: DeliveryTask, now: number): AnyOut
 function waitSpan(task: DeliveryTask, tier: string, due: boolean, trace: ReturnType<typeof recordTraceOf>, appendedAt: number): Span | undefined {
   if (!isTracing()) return undefined;
   return startSpan('hookline.retry', SpanKind.CONSUMER, trace, () => ({
-    'messaging.system': 'kafka',
-    'messaging.operation.type': 'process',
-    'messaging.destination.name': tier,
-    [SPAN_ATTRIBUTES.tenantId]: task.tenant_id,
-    [SPAN_ATTRIBUTES.eventId]: task.event_id,
-    [SPAN_ATTRIBUTES.deliveryId]: task.delivery_id,
-    [SPAN_ATTRIBUTES.destinationId]: task.destination_id,
-    [SPAN_ATTRIBUTES.attempt]: task.attempt,
+    ...recordSpanAttributes(tier, task),
     // due: back to delivery; else on into a longer wait
     [SPAN_ATTRIBUTES.outcome]: due ? 'due' : 'waiting',
   }), appendedAt);

@@ -6,7 +6,7 @@ import { decideBatch, fencingTokenOf, type ChainHead } from '../evidence/chain';
 import { recordSinkFlush, secondsSince } from '../../platform/metrics/metrics';
 import { ackedRow, eventRow, eventTypeRow, evidenceRows, logRow, outcomeRows, receivedRow, stateRow, transitionRow } from './rows';
 import { recordTraceOf, traceIdOf, type RecordHeaders } from '../../platform/tracing/trace-context';
-import { endSpan, isTracing, SPAN_ATTRIBUTES, SpanKind, startSpan, type Span } from '../../platform/tracing/tracing';
+import { endSpan, recordSpanAttributes, isTracing, SPAN_ATTRIBUTES, SpanKind, startSpan, type Span } from '../../platform/tracing/tracing';
 
 /**
  * The tables the sink fills, in the order a flush inserts them: a checkpoint row goes in only
@@ -49,14 +49,9 @@ const emptyBuffer = (): Buffer => ({ rows: new Map(), count: 0, offsets: new Map
 /** The span of an event's or an attempt's way into ClickHouse, child of the span that wrote its record. */
 function storeSpan(table: 'events' | 'deliveries', topic: string, headers: RecordHeaders, ids: { tenant_id: string; event_id: string; delivery_id?: string; destination_id?: string }): Span | undefined {
   return startSpan('hookline.sink', SpanKind.CONSUMER, recordTraceOf(headers), () => ({
-    'messaging.system': 'kafka',
-    'messaging.operation.type': 'process',
-    'messaging.destination.name': topic,
+    ...recordSpanAttributes(topic, ids),
     'db.system.name': 'clickhouse',
     'db.collection.name': table,
-    [SPAN_ATTRIBUTES.tenantId]: ids.tenant_id,
-    [SPAN_ATTRIBUTES.eventId]: ids.event_id,
-    ...(ids.delivery_id ? { [SPAN_ATTRIBUTES.deliveryId]: ids.delivery_id, [SPAN_ATTRIBUTES.destinationId]: ids.destination_id } : {}),
   }));
 }
 

@@ -19,6 +19,32 @@ export const SPAN_ATTRIBUTES = {
   outcome: 'hookline.outcome',
 } as const;
 
+/** A delivery's ids, as its records carry them. */
+export interface DeliveryIds {
+  tenant_id: string;
+  event_id: string;
+  delivery_id?: string;
+  destination_id?: string;
+  attempt?: number;
+}
+
+/**
+ * The attributes of a stage's span over one record of `topic` about a delivery (or an event,
+ * without the delivery's ids): what it read and whose it is.
+ */
+export function recordSpanAttributes(topic: string, ids: DeliveryIds): Attributes {
+  return {
+    'messaging.system': 'kafka',
+    'messaging.operation.type': 'process',
+    'messaging.destination.name': topic,
+    [SPAN_ATTRIBUTES.tenantId]: ids.tenant_id,
+    [SPAN_ATTRIBUTES.eventId]: ids.event_id,
+    ...(ids.delivery_id !== undefined ? { [SPAN_ATTRIBUTES.deliveryId]: ids.delivery_id } : {}),
+    ...(ids.destination_id !== undefined ? { [SPAN_ATTRIBUTES.destinationId]: ids.destination_id } : {}),
+    ...(ids.attempt !== undefined ? { [SPAN_ATTRIBUTES.attempt]: ids.attempt } : {}),
+  };
+}
+
 let tracer: Tracer | undefined;
 let provider: BasicTracerProvider | undefined;
 
