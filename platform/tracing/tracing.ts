@@ -23,6 +23,7 @@ export const SPAN_ATTRIBUTES = {
 export interface DeliveryIds {
   tenant_id: string;
   event_id: string;
+  ingester_id?: string;
   delivery_id?: string;
   destination_id?: string;
   attempt?: number;
@@ -39,6 +40,7 @@ export function recordSpanAttributes(topic: string, ids: DeliveryIds): Attribute
     'messaging.destination.name': topic,
     [SPAN_ATTRIBUTES.tenantId]: ids.tenant_id,
     [SPAN_ATTRIBUTES.eventId]: ids.event_id,
+    ...(ids.ingester_id !== undefined ? { [SPAN_ATTRIBUTES.ingesterId]: ids.ingester_id } : {}),
     ...(ids.delivery_id !== undefined ? { [SPAN_ATTRIBUTES.deliveryId]: ids.delivery_id } : {}),
     ...(ids.destination_id !== undefined ? { [SPAN_ATTRIBUTES.destinationId]: ids.destination_id } : {}),
     ...(ids.attempt !== undefined ? { [SPAN_ATTRIBUTES.attempt]: ids.attempt } : {}),

@@ -1,12 +1,10 @@
 import http from 'node:http';
-import { mkdtempSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
-import path from 'node:path';
 import { destinationWithIngester } from '../support/flow';
 import { randomEvidenceKey } from '../support/keyring';
 import { receiverPool } from '../support/receiver';
 import { startTestService, type TestService } from '../support/service';
-import { spawnService, stopService, type ServiceProcess } from '../support/service-process';
+import { joiningEnv, spawnService, stopService, type ServiceProcess } from '../support/service-process';
 
 interface OtlpAttribute {
   key: string;
@@ -62,21 +60,13 @@ describe('OTLP export', () => {
     const receiver = await receivers.next();
     const { hookUrl } = await destinationWithIngester(svc, 'exported', receiver.url);
     const { port } = collector.address() as AddressInfo;
-    const env: NodeJS.ProcessEnv = {
-      ...process.env,
+    const env = joiningEnv(svc.config, 'deliverer', {
       STAGES: 'deliver',
       PORT: '0',
-      TOPIC_PREFIX: svc.config.topicPrefix,
-      DATA_DIR: mkdtempSync(path.join(svc.config.dataDir, 'deliverer-')),
-      KAFKA_REPLICATION_FACTOR: '1',
-      KAFKA_PARTITIONS: '2',
-      BOOTSTRAP_DEMO_TENANT: 'false',
-      LOG_LEVEL: 'info',
-      DESTINATION_ALLOWED_NETWORKS: 'loopback',
       SECRETS_KEK: svc.config.secrets.kek,
       OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`,
       OTEL_SERVICE_NAME: 'hookline-deliver',
-    };
+    });
     for (const name of ['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', 'SECRETS_KEK_FILE']) delete env[name];
     deliverer = spawnService(env, { direct: true });
     await deliverer.waitForOutput(/"msg":"service ready"/, 120_000);

@@ -1,5 +1,3 @@
-import { mkdtempSync } from 'node:fs';
-import path from 'node:path';
 import { Redis } from 'ioredis';
 import type { Admin, Producer } from 'kafkajs';
 import { Webhook } from 'standardwebhooks';
@@ -12,7 +10,7 @@ import { BreakerBoard } from '../../platform/redis/breaker-board';
 import { destinationWithIngester } from '../support/flow';
 import { receiverPool } from '../support/receiver';
 import { eventually, startTestService, type TestService } from '../support/service';
-import { spawnService, stopService, type ServiceProcess } from '../support/service-process';
+import { joiningEnv, spawnService, stopService, type ServiceProcess } from '../support/service-process';
 
 /**
  * Both deliver processes sync with each other only every 10 s, so each sees the destination fail
@@ -35,18 +33,7 @@ describe('a breaker opening in two deliver processes', () => {
 
   beforeAll(async () => {
     svc = await startTestService(shared);
-    other = spawnService({
-      ...process.env,
-      ...shared,
-      STAGES: 'deliver',
-      TOPIC_PREFIX: svc.config.topicPrefix,
-      DATA_DIR: mkdtempSync(path.join(svc.config.dataDir, 'deliverer-')),
-      KAFKA_REPLICATION_FACTOR: '1',
-      KAFKA_PARTITIONS: '2',
-      BOOTSTRAP_DEMO_TENANT: 'false',
-      LOG_LEVEL: 'info',
-      DESTINATION_ALLOWED_NETWORKS: 'loopback',
-    });
+    other = spawnService(joiningEnv(svc.config, 'deliverer', { ...shared, STAGES: 'deliver' }));
     producer = createProducer(svc.service.kafka);
     admin = svc.service.kafka.admin();
     redis = new Redis(process.env.REDIS_URL!);

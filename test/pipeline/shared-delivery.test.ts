@@ -1,5 +1,3 @@
-import { mkdtempSync } from 'node:fs';
-import path from 'node:path';
 import { Redis } from 'ioredis';
 import type { Admin, Producer } from 'kafkajs';
 import { newId } from '../../core/ids';
@@ -11,7 +9,7 @@ import { BreakerBoard } from '../../platform/redis/breaker-board';
 import { destinationWithIngester } from '../support/flow';
 import { receiverPool } from '../support/receiver';
 import { eventually, startTestService, type TestService } from '../support/service';
-import { spawnService, stopService, type ServiceProcess } from '../support/service-process';
+import { joiningEnv, spawnService, stopService, type ServiceProcess } from '../support/service-process';
 
 const PER_DESTINATION = 4;
 const SYNC_MS = 200;
@@ -37,19 +35,7 @@ describe('deliver processes sharing a destination', () => {
   beforeAll(async () => {
     // this process opens a breaker after four failures; the other never on its own
     svc = await startTestService({ ...shared, BREAKER_MIN_ATTEMPTS: '4' });
-    other = spawnService({
-      ...process.env,
-      ...shared,
-      BREAKER_MIN_ATTEMPTS: '10000',
-      STAGES: 'deliver',
-      TOPIC_PREFIX: svc.config.topicPrefix,
-      DATA_DIR: mkdtempSync(path.join(svc.config.dataDir, 'deliverer-')),
-      KAFKA_REPLICATION_FACTOR: '1',
-      KAFKA_PARTITIONS: '2',
-      BOOTSTRAP_DEMO_TENANT: 'false',
-      LOG_LEVEL: 'info',
-      DESTINATION_ALLOWED_NETWORKS: 'loopback',
-    });
+    other = spawnService(joiningEnv(svc.config, 'deliverer', { ...shared, BREAKER_MIN_ATTEMPTS: '10000', STAGES: 'deliver' }));
     producer = createProducer(svc.service.kafka);
     admin = svc.service.kafka.admin();
     redis = new Redis(process.env.REDIS_URL!);

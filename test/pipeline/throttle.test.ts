@@ -1,12 +1,10 @@
-import { mkdtempSync } from 'node:fs';
-import path from 'node:path';
 import { Redis } from 'ioredis';
 import type { Admin, Producer } from 'kafkajs';
 import { newId } from '../../core/ids';
 import { groupIdOf, groupPrefixOf } from '../../core/topics';
 import { AvroCodec } from '../../platform/avro/codec';
 import { createProducer } from '../../platform/kafka/client';
-import { spawnService, stopService, type ServiceProcess } from '../support/service-process';
+import { joiningEnv, spawnService, stopService, type ServiceProcess } from '../support/service-process';
 import { randomEvidenceKey } from '../support/keyring';
 import { spawnScript, type Spawned } from '../support/process';
 import type { Destination } from '../../core/model';
@@ -63,19 +61,7 @@ describe('rate limit per destination across deliver processes', () => {
     const key = randomEvidenceKey();
     svc = await startTestService({ ...shared, STAGES: 'api,validate,evidence,sink', EVIDENCE_SIGNING_KEY: key });
     for (let i = 0; i < 2; i++) {
-      deliverers.push(spawnService({
-        ...process.env,
-        ...shared,
-        STAGES: 'deliver,retry',
-        EVIDENCE_SIGNING_KEY: key,
-        TOPIC_PREFIX: svc.config.topicPrefix,
-        DATA_DIR: mkdtempSync(path.join(svc.config.dataDir, `deliverer-${i}-`)),
-        KAFKA_REPLICATION_FACTOR: '1',
-        KAFKA_PARTITIONS: '2',
-        BOOTSTRAP_DEMO_TENANT: 'false',
-        LOG_LEVEL: 'info',
-        DESTINATION_ALLOWED_NETWORKS: 'loopback',
-      }));
+      deliverers.push(spawnService(joiningEnv(svc.config, `deliverer-${i}`, { ...shared, STAGES: 'deliver,retry', EVIDENCE_SIGNING_KEY: key })));
     }
     producer = createProducer(svc.service.kafka);
     admin = svc.service.kafka.admin();

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import { captureOutput, REPO_ROOT, TSX } from './process';
 
 /**
@@ -45,6 +46,25 @@ export function spawnService(env: NodeJS.ProcessEnv, options: { direct?: boolean
     }),
   );
   return { child, pgid, exited, ...captureOutput(child) };
+}
+
+/**
+ * The environment of one more service process joining the deployment of a test service (its
+ * topics, its Kafka and Redis from this environment) in a data directory of its own named
+ * `name`; `settings` (its stages, and what the test sets) come last.
+ */
+export function joiningEnv(config: { topicPrefix: string; dataDir: string }, name: string, settings: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    TOPIC_PREFIX: config.topicPrefix,
+    DATA_DIR: mkdtempSync(path.join(config.dataDir, `${name}-`)),
+    KAFKA_REPLICATION_FACTOR: '1',
+    KAFKA_PARTITIONS: '2',
+    BOOTSTRAP_DEMO_TENANT: 'false',
+    LOG_LEVEL: 'info',
+    DESTINATION_ALLOWED_NETWORKS: 'loopback',
+    ...settings,
+  };
 }
 
 /** Pids of the live (not zombie) processes of a process group, from /proc. */
