@@ -1126,7 +1126,7 @@ describe('OpenAPI document', () => {
   it('answers 429 at a Hook URL over its rate limit, on the fast path and the router', async () => {
     // the Hook URLs over the same state, limited to one webhook per hour each
     const { producer, codec } = svc.service.apiServices!.replay;
-    const limiter = new IngestLimiter({ source: new RedisTokenLeases(lockedRedis), prefix: `${svc.config.topicPrefix}hooks-limited.`, perHook: { limit: 1, windowSeconds: 3600 }, perTenant: null, log });
+    const limiter = new IngestLimiter({ source: new RedisTokenLeases(lockedRedis), prefix: `${svc.config.topicPrefix}hooks-limited.`, perHook: { limit: 1, windowSeconds: 3600 }, perTenant: null, timeoutMs: 10_000, log });
     const deps: IngestDeps = { topics: svc.service.topics, config: svc.service.store, codec, producer: new BatchingProducer(producer), maxBodyBytes: 65536, maxHops: 3, log, limiter };
     const router = ingestRouter(deps);
     const app = createApp({ errorBase: () => errorBase, log, probe: healthProbe({}), build: buildInfo(), services: () => lockedServices, extraRouters: () => router });

@@ -194,7 +194,7 @@ describe('ingest rate limits without Redis', () => {
   beforeAll(async () => {
     dir = mkdtempSync(path.join(process.env.HOOKLINE_TEST_DIR ?? tmpdir(), 'rl-redis-'));
     redis = await startLocalRedis(path.join(dir, 'redis'));
-    svc = await startTestService({ REDIS_URL: redis.url, STAGES: 'api', EVIDENCE_SIGNING_KEY: randomEvidenceKey(), INGEST_RATE_LIMIT_PER_HOOK: '2/1h', INGEST_RATE_LIMIT_PER_TENANT: 'off' });
+    svc = await startTestService({ REDIS_URL: redis.url, STAGES: 'api', EVIDENCE_SIGNING_KEY: randomEvidenceKey(), INGEST_RATE_LIMIT_PER_HOOK: '2/1h', INGEST_RATE_LIMIT_PER_TENANT: 'off', INGEST_RATE_LIMIT_TIMEOUT_MS: '1000' });
   }, 120_000);
 
   afterAll(async () => {
