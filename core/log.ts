@@ -93,6 +93,8 @@ class LineTap {
 interface Tree {
   tap: LineTap;
   sinks: LogSink[];
+  /** Writes lines whose fields repeat a child's binding, merged in one object; every level passes (the logger checked its own). */
+  flat: Pino;
 }
 
 function rootPino(level: LogLevel, tap: LineTap): Pino {
@@ -117,22 +119,27 @@ function rootPino(level: LogLevel, tap: LineTap): Pino {
 export class Logger {
   private readonly pino: Pino;
   private readonly tree: Tree;
+  /** The fields of this logger and the ones it is a child of, as given: a field given again in a call replaces its value. */
+  private readonly bindings: LogFields;
 
   /** `from` is given by `child` only. */
-  constructor(level: LogLevel = 'info', base: LogFields = {}, write: LogOutput = writeStdoutLine, sinks?: LogSink[], from?: { tree: Tree; pino: Pino }) {
+  constructor(level: LogLevel = 'info', base: LogFields = {}, write: LogOutput = writeStdoutLine, sinks?: LogSink[], from?: { tree: Tree; pino: Pino; bindings: LogFields }) {
     if (from) {
       this.tree = from.tree;
       this.pino = from.pino.child(forLine(base));
+      this.bindings = { ...from.bindings, ...base };
       return;
     }
-    this.tree = { tap: new LineTap(write), sinks: sinks ?? [] };
-    const root = rootPino(level, this.tree.tap);
+    const tap = new LineTap(write);
+    this.tree = { tap, sinks: sinks ?? [], flat: rootPino('debug', tap) };
+    const root = rootPino(level, tap);
     this.pino = Object.keys(base).length > 0 ? root.child(forLine(base)) : root;
+    this.bindings = { ...base };
   }
 
   /** A logger whose lines carry `fields` too (a request's id, a stage); it shares the sinks. */
   child(fields: LogFields): Logger {
-    return new Logger(undefined, fields, undefined, undefined, { tree: this.tree, pino: this.pino });
+    return new Logger(undefined, fields, undefined, undefined, { tree: this.tree, pino: this.pino, bindings: this.bindings });
   }
 
   addSink(sink: LogSink): void {
@@ -161,15 +168,31 @@ export class Logger {
    * whose row the sink derives from a record a stage writes anyway, such as a delivery outcome.
    */
   printOnly(level: LogLevel, msg: string, fields?: LogFields): void {
-    this.pino[level](fields ?? {}, msg);
+    this.write(level, msg, fields);
+  }
+
+  /**
+   * One line through pino. pino writes a child's bindings and the call's fields one after the
+   * other, so a field in both would appear twice in one JSON object (which readers take the
+   * first or the last of): such a line is written once, merged, the call's value winning.
+   */
+  private write(level: LogLevel, msg: string, fields: LogFields | undefined): void {
+    if (fields === undefined) return this.pino[level](msg);
+    for (const key in fields) {
+      if (key in this.bindings) {
+        if (this.pino.isLevelEnabled(level)) this.tree.flat[level]({ ...this.bindings, ...fields }, msg);
+        return;
+      }
+    }
+    this.pino[level](fields, msg);
   }
 
   private log(level: LogLevel, msg: string, fields?: LogFields): void {
     const { tap, sinks } = this.tree;
-    if (sinks.length === 0) return this.pino[level](fields ?? {}, msg);
+    if (sinks.length === 0) return this.write(level, msg, fields);
     tap.capturing = true;
     try {
-      this.pino[level](fields ?? {}, msg);
+      this.write(level, msg, fields);
     } finally {
       tap.capturing = false;
     }

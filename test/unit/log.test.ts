@@ -77,6 +77,24 @@ describe('log lines', () => {
     expect(records[0]).toMatchObject({ msg: 'slow', request_id: 'req_1', trace_id: '4bf92f3577b34da6a3ce929d0e0e4736' });
   });
 
+  it('name a field once when a call gives one its logger already carries, with the value of the call', () => {
+    const { log, lines, records } = capture('debug');
+    const child = log.child({ stage: 'deliver', tenant_id: 'acme' }).child({ request_id: 'req_1' });
+    child.info('moved', { stage: 'retry', attempt: 2 });
+    child.printOnly('warn', 'again', { request_id: 'req_2' });
+    child.debug('plain', { attempt: 3 });
+    expect(lines).toHaveLength(3);
+    for (const line of lines) expect(line.match(/"(stage|request_id)":/g)?.length).toBe(2);
+    expect(JSON.parse(lines[0]!)).toMatchObject({ msg: 'moved', stage: 'retry', tenant_id: 'acme', request_id: 'req_1', attempt: 2 });
+    expect(JSON.parse(lines[1]!)).toMatchObject({ level: 'warn', msg: 'again', stage: 'deliver', request_id: 'req_2' });
+    expect(JSON.parse(lines[2]!)).toMatchObject({ level: 'debug', stage: 'deliver', request_id: 'req_1', attempt: 3 });
+    expect(records.map((r) => [r.msg, r.stage])).toEqual([['moved', 'retry'], ['plain', 'deliver']]);
+    // the level of the logger still rules a merged line
+    child.setLevel('error');
+    child.warn('hidden', { stage: 'x' });
+    expect(lines).toHaveLength(3);
+  });
+
   it('go to the sinks as written, but a printOnly line does not', () => {
     const { log, lines, records } = capture();
     log.info('to both', { tenant_id: 'ten_1' });
