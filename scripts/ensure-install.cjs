@@ -2,15 +2,19 @@
 // Installs the npm dependencies when node_modules is missing or older than package-lock.json
 // or patches/, so that `npm start` and `npm test` work on a fresh clone with nothing run before
 // them. The postinstall script applies patches/ (patch-package). Before `npm test` (and when run
-// by hand) it first sees to Debian's chromium for the dashboard's browser test (scripts/chromium.cjs).
+// by hand) it first sees to Debian's chromium for the dashboard's browser test (scripts/chromium.cjs)
+// and to Prometheus's promtool for the alert rules' test (scripts/promtool.cjs).
 'use strict';
 const { execFileSync } = require('node:child_process');
 const { existsSync, readFileSync, readdirSync, rmSync, writeFileSync } = require('node:fs');
 const { createHash } = require('node:crypto');
 const path = require('node:path');
 
-// npm start needs no browser
-if (process.env.npm_lifecycle_event === undefined || process.env.npm_lifecycle_event === 'pretest') require('./chromium.cjs').ensureChromium();
+// npm start needs no browser nor promtool; both come before the early exit below
+if (process.env.npm_lifecycle_event === undefined || process.env.npm_lifecycle_event === 'pretest') {
+  require('./chromium.cjs').ensureChromium();
+  require('./promtool.cjs').ensurePromtool();
+}
 
 const root = path.resolve(__dirname, '..');
 const lock = path.join(root, 'package-lock.json');
