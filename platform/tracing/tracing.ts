@@ -55,6 +55,29 @@ export interface TracingOptions {
   endpoint: string;
   serviceName: string;
   serviceVersion?: string;
+  /** Headers of every export request (a hosted collector's credentials). */
+  headers?: Readonly<Record<string, string>>;
+  /** Longest wait for one export request, ms. */
+  timeoutMs?: number;
+}
+
+/** The variables the exporter would read headers from itself (core/config.ts has read them). */
+const HEADER_VARIABLES = ['OTEL_EXPORTER_OTLP_HEADERS', 'OTEL_EXPORTER_OTLP_TRACES_HEADERS'] as const;
+
+/**
+ * The OTLP/HTTP exporter, with the headers it is given and no others. It would merge the headers
+ * of the environment's variables under them, name by name, where the configuration lets the
+ * traces variable replace the general one whole; so it is made with those variables out of its
+ * sight (the constructor is where it reads them, synchronously).
+ */
+function otlpExporter(options: TracingOptions): OTLPTraceExporter {
+  const saved = HEADER_VARIABLES.map((name) => [name, process.env[name]] as const);
+  for (const name of HEADER_VARIABLES) delete process.env[name];
+  try {
+    return new OTLPTraceExporter({ url: options.endpoint, headers: { ...options.headers }, timeoutMillis: options.timeoutMs });
+  } finally {
+    for (const [name, value] of saved) if (value !== undefined) process.env[name] = value;
+  }
 }
 
 function install(processor: SpanProcessor, serviceName: string, serviceVersion?: string): () => Promise<void> {
@@ -82,7 +105,7 @@ function install(processor: SpanProcessor, serviceName: string, serviceVersion?:
  * endpoint) the process records no span at all: only the trace context travels.
  */
 export function startTracing(options: TracingOptions): () => Promise<void> {
-  return install(new BatchSpanProcessor(new OTLPTraceExporter({ url: options.endpoint })), options.serviceName, options.serviceVersion);
+  return install(new BatchSpanProcessor(otlpExporter(options)), options.serviceName, options.serviceVersion);
 }
 
 /**
