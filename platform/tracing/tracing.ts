@@ -1,4 +1,4 @@
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, createTraceState, trace, type Attributes, type Span, type TimeInput, type Tracer } from '@opentelemetry/api';
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, createTraceState, trace, type Attributes, type Link, type Span, type TimeInput, type Tracer } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor, SimpleSpanProcessor, type SpanExporter, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
@@ -155,12 +155,26 @@ export function spanTrace(span: Span, parent: TraceHeaders | undefined): TraceHe
 /**
  * The trace of work that enters here (a webhook, a replay): continued from `parent` when the
  * caller sent one, else new. With spans recorded, the entry's span and its context; else the
- * parent's context as it came (passed on unchanged), or a new trace context.
+ * parent's context as it came (passed on unchanged), or a new trace context. `links` are made
+ * with the span only.
  */
-export function beginTrace(name: string, kind: SpanKind, parent: TraceHeaders | undefined, attributes?: SpanAttributes): { trace: TraceHeaders; span: Span | undefined } {
+export function beginTrace(name: string, kind: SpanKind, parent: TraceHeaders | undefined, attributes?: SpanAttributes, links?: () => Link[]): { trace: TraceHeaders; span: Span | undefined } {
   const span = startSpan(name, kind, parent, attributes);
-  if (span) return { trace: spanTrace(span, parent), span };
+  if (span) {
+    if (links) span.addLinks(links());
+    return { trace: spanTrace(span, parent), span };
+  }
   return { trace: parent ?? { traceparent: newTraceparent() }, span: undefined };
+}
+
+const NO_SPAN_ID = '0'.repeat(16);
+
+/**
+ * A link to a trace known by its id alone (a delivery row keeps no span id): OpenTelemetry records
+ * a link with an all-zero span id when it carries attributes, which say what the trace was.
+ */
+export function traceLink(traceId: string, attributes: Attributes): Link {
+  return { context: { traceId, spanId: NO_SPAN_ID, traceFlags: TraceFlags.SAMPLED, isRemote: true }, attributes };
 }
 
 /** Ends a span: failed when `err` is given (its class as error.type, its message as status). */
