@@ -13,6 +13,7 @@ import { replaysCommand, REPLAYS_USAGE } from './replays';
 import { eventTypesCommand } from './event-types';
 import { tenantStats, whoami } from './stats';
 import { eventsCommand, EVENTS_USAGE } from './events';
+import { deliveriesCommand, DELIVERIES_USAGE } from './deliveries';
 
 /** The options of `evidence verify`, from its arguments and the environment. */
 function evidenceOptions(rest: string[], values: Record<string, string | string[] | boolean | undefined>): VerifyOptions {
@@ -56,6 +57,7 @@ const USAGE = `usage:
                  (each process's /readyz; exit 1 unless every one is ready; default: the API beside \`npm start\`)
   npm run cli -- search [--status s] [--destination id] [--event-type t] [--from t] [--to t] [--http-status 500|5xx] [--text q] [--limit n] [--cursor c]
                  (delivery attempts, newest first, as GET /v1/tenants/{tenant}/deliveries; --tenant or HOOKLINE_TENANT, key in HOOKLINE_API_KEY)
+${DELIVERIES_USAGE}
   npm run cli -- stats [--window 15m|1h|24h] [--tenant <id>] [--api-url <url>]
                  (attempts per minute by outcome, error rate, the pipeline's lag per stage, breakers; key in HOOKLINE_API_KEY)
   npm run cli -- whoami [--api-url <url>]
@@ -110,6 +112,10 @@ async function main(argv: string[]): Promise<void> {
   if (positionals[0] === 'replays') return replaysCommand(positionals.slice(1), values, (line) => process.stdout.write(`${line}\n`));
   if (positionals[0] === 'events') {
     process.stdout.write(`${JSON.stringify(await eventsCommand(positionals.slice(1), values))}\n`);
+    return;
+  }
+  if (positionals[0] === 'deliveries') {
+    process.stdout.write(`${JSON.stringify(await deliveriesCommand(positionals.slice(1), values))}\n`);
     return;
   }
   if (positionals[0] === 'event-types') {

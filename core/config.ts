@@ -10,6 +10,7 @@ import { DEFAULT_RETRY_SCHEDULE_MS, parseSchedule } from './retry-schedule';
 import { DEFAULT_FILTER_LIMITS, type FilterLimits } from './filters';
 import { DEFAULT_RETRY_TIERS_MS } from './topics';
 import { parseSignerKey } from './signed-note';
+import { Concealed, parseOtlpHeaders } from './otlp-headers';
 
 /**
  * The one typed configuration of the service, read from environment variables.
@@ -100,9 +101,10 @@ export interface Config {
   metricsToken: string | undefined;
   /**
    * Where spans go: the OTLP/HTTP traces endpoint, and the service name they carry. Without an
-   * endpoint no span is recorded; the trace context still travels on every record.
+   * endpoint no span is recorded; the trace context still travels on every record. The headers
+   * of each export request carry a hosted collector's credentials: never printed.
    */
-  tracing: { endpoint: string | undefined; serviceName: string };
+  tracing: { endpoint: string | undefined; serviceName: string; headers: Concealed<Readonly<Record<string, string>>>; timeoutMs: number };
 }
 
 /** The keyring's source: the keys themselves, or a file holding them (outside DATA_DIR). */
@@ -297,6 +299,15 @@ class Reader {
     return v;
   }
 
+  /** OTLP export headers (`name=value,...`, values percent-encoded); checked, never echoed. */
+  otlpHeaders(name: string): Record<string, string> | undefined {
+    const v = this.raw(name);
+    if (v === undefined) return undefined;
+    const { headers, errors } = parseOtlpHeaders(v);
+    for (const e of errors) this.errors.push(`${name}: ${e}`);
+    return headers;
+  }
+
   oneOf<T extends string>(name: string, allowed: readonly T[], fallback: T): T {
     const v = this.raw(name);
     if (v === undefined) return fallback;
@@ -437,13 +448,22 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
 }
 
 /**
- * The OTLP/HTTP traces endpoint as OpenTelemetry's own variables name it: the traces endpoint as
- * given, else the base endpoint with `/v1/traces`.
+ * The OTLP/HTTP export as OpenTelemetry's own variables configure it: the traces endpoint as
+ * given, else the base endpoint with `/v1/traces`; each traces variable replaces the general one
+ * whole (as the specification has signal-specific options override), so that headers meant for
+ * another signal's collector are not sent to this one.
  */
 function tracingOf(r: Reader): Config['tracing'] {
   const base = r.optionalUrl('OTEL_EXPORTER_OTLP_ENDPOINT', ['http:', 'https:']);
   const traces = r.optionalUrl('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', ['http:', 'https:']);
-  return { endpoint: traces ?? (base === undefined ? undefined : `${base}/v1/traces`), serviceName: r.string('OTEL_SERVICE_NAME', 'hookline') };
+  const headers = r.otlpHeaders('OTEL_EXPORTER_OTLP_HEADERS');
+  const tracesHeaders = r.otlpHeaders('OTEL_EXPORTER_OTLP_TRACES_HEADERS');
+  return {
+    endpoint: traces ?? (base === undefined ? undefined : `${base}/v1/traces`),
+    serviceName: r.string('OTEL_SERVICE_NAME', 'hookline'),
+    headers: new Concealed(tracesHeaders ?? headers ?? {}),
+    timeoutMs: r.integer('OTEL_EXPORTER_OTLP_TRACES_TIMEOUT', r.integer('OTEL_EXPORTER_OTLP_TIMEOUT', 10_000, 1, 600_000), 1, 600_000),
+  };
 }
 
 const SPLIT_NEEDS_KEY = 'EVIDENCE_SIGNING_KEY is required: processes split by stage must share EVIDENCE_SIGNING_KEY (a process that runs the api or evidence stage but not every stage would otherwise generate its own key and sign or publish checkpoints no other process can check)';
@@ -575,6 +595,10 @@ export const SETTINGS: SettingDoc[] = [
   { env: 'METRICS_TOKEN', default: 'unset: no token', unit: 'string (16 to 1024 visible ASCII characters)', description: 'Bearer token `GET /metrics` requires on every process (`Authorization: Bearer <token>`; otherwise 401). Unset, `/metrics` answers anyone who reaches the port and names no tenant\'s objects: `hookline_breaker_state` (which names destinations) is left empty and only `hookline_breakers` counts the breakers.' },
   { env: 'OTEL_EXPORTER_OTLP_ENDPOINT', default: 'unset: no spans', unit: 'URL', description: 'OpenTelemetry collector (OTLP over HTTP, e.g. `http://localhost:4318`): spans go to `<it>/v1/traces`, batched. Unset (and no OTEL_EXPORTER_OTLP_TRACES_ENDPOINT), no span is recorded; the W3C trace context still travels on every record, delivery row, log line and outbound request. See Tracing.' },
   { env: 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', default: 'unset', unit: 'URL', description: 'The OTLP/HTTP traces endpoint itself (`.../v1/traces`), used as given; takes precedence over OTEL_EXPORTER_OTLP_ENDPOINT.' },
+  { env: 'OTEL_EXPORTER_OTLP_HEADERS', default: 'unset: none', unit: '`name=value,...` (values percent-encoded)', description: 'Headers of every OTLP export request, such as a hosted collector\'s API key (`x-honeycomb-team=<key>`, `Authorization=Basic%20<base64>`): comma-separated, each part trimmed, values percent-decoded. A credential: never logged or shown; a malformed value stops the start with the member\'s position, not its text.' },
+  { env: 'OTEL_EXPORTER_OTLP_TRACES_HEADERS', default: 'unset', unit: 'as OTEL_EXPORTER_OTLP_HEADERS', description: 'The headers of the traces export; when set, it replaces OTEL_EXPORTER_OTLP_HEADERS whole (none of the latter is sent).' },
+  { env: 'OTEL_EXPORTER_OTLP_TIMEOUT', default: '10000', unit: 'milliseconds', description: 'Longest wait for the collector to answer one export request; past it that batch of spans is dropped.' },
+  { env: 'OTEL_EXPORTER_OTLP_TRACES_TIMEOUT', default: 'OTEL_EXPORTER_OTLP_TIMEOUT', unit: 'milliseconds', description: 'The same for the traces export; replaces OTEL_EXPORTER_OTLP_TIMEOUT.' },
   { env: 'OTEL_SERVICE_NAME', default: 'hookline', unit: 'string', description: 'The `service.name` of the spans this process exports (give each role its own to tell them apart).' },
   { env: 'BOOTSTRAP_DEMO_TENANT', default: 'true', unit: 'boolean', description: 'On first start with an empty configuration, create tenant `demo` and print its API key once (only a process that runs the API does).' },
 ];

@@ -119,9 +119,10 @@ export async function startService(config: Config, log = new Logger(config.logLe
   try {
     // first in, so that it stops last: spans of the stopping stages are still sent
     if (config.tracing.endpoint) {
-      cleanups.push(startTracing({ endpoint: config.tracing.endpoint, serviceName: config.tracing.serviceName, serviceVersion: buildInfo().version }));
-      // the host only: an endpoint's URL may hold credentials
-      log.info('exporting traces', { collector: URL.parse(config.tracing.endpoint)?.host, service_name: config.tracing.serviceName });
+      const { endpoint, serviceName, headers, timeoutMs } = config.tracing;
+      cleanups.push(startTracing({ endpoint, serviceName, serviceVersion: buildInfo().version, headers: headers.reveal(), timeoutMs }));
+      // the host and the headers' names only: the URL and the headers' values may hold credentials
+      log.info('exporting traces', { collector: URL.parse(endpoint)?.host, service_name: serviceName, header_names: Object.keys(headers.reveal()) });
     }
     let url: string | undefined;
     // a port of 0 is never public: without PUBLIC_BASE_URL/ERROR_BASE the bound port is used

@@ -30,7 +30,7 @@ export function eventsRouter(clickhouse: ClickHouseClient, database: string, sto
     const body = decodeStoredBody(event.body, event.body_sha256);
     if (!body) throw new AppError('conflict', `event ${eventId} cannot be retried: its stored body does not match the SHA-256 recorded when it was received`);
     const deadRs = await clickhouse.query({
-      query: `SELECT delivery_id, destination_id FROM ${database}.deliveries FINAL
+      query: `SELECT delivery_id, destination_id, argMax(trace_id, attempt_number) AS trace_id FROM ${database}.deliveries FINAL
               WHERE tenant_id = {tenant:String} AND event_id = {event:String}
               GROUP BY delivery_id, destination_id
               HAVING argMax(status, attempt_number) = 'failed'
@@ -38,7 +38,7 @@ export function eventsRouter(clickhouse: ClickHouseClient, database: string, sto
       query_params: params,
       format: 'JSONEachRow',
     });
-    const dead = await deadRs.json<{ delivery_id: string; destination_id: string }>();
+    const dead = await deadRs.json<{ delivery_id: string; destination_id: string; trace_id: string }>();
     for (const d of dead) requireResource(res, d.destination_id);
     const queued: string[] = [];
     const skipped: string[] = [];
@@ -49,7 +49,7 @@ export function eventsRouter(clickhouse: ClickHouseClient, database: string, sto
         continue;
       }
       const task = taskOfStoredEvent(event, body, { delivery_id: d.delivery_id, tenant_id: key.tenant_id, destination_id: d.destination_id, replay_of: null });
-      const id = await replayDelivery(replay, task, `retry requested through the API (request ${String(res.getHeader('x-request-id'))})`);
+      const id = await replayDelivery(replay, task, `retry requested through the API (request ${String(res.getHeader('x-request-id'))})`, d.trace_id);
       if (id) queued.push(id);
     }
     if (queued.length === 0) {

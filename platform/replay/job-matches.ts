@@ -9,6 +9,8 @@ export interface ReplayMatch {
   destination_id: string;
   /** The latest attempt's time, ms since the epoch. */
   at_ms: number;
+  /** The latest attempt's trace id ('' for none). */
+  trace_id: string;
 }
 
 
@@ -48,8 +50,9 @@ export class ReplayMatches {
     // an attempt before `from` can never be a latest attempt in range: those rows are not read
     // the latest attempt's members under names of their own: the row filters read the stored columns
     const sql = `
-      SELECT m_delivery AS delivery_id, m_event AS event_id, m_destination AS destination_id, m_at AS at_ms FROM (
+      SELECT m_delivery AS delivery_id, m_event AS event_id, m_destination AS destination_id, m_at AS at_ms, m_trace AS trace_id FROM (
         SELECT delivery_id AS m_delivery,
+               argMax(trace_id, attempt_number) AS m_trace,
                argMax(event_id, attempt_number) AS m_event,
                argMax(destination_id, attempt_number) AS m_destination,
                argMax(status, attempt_number) AS m_status,
@@ -75,7 +78,7 @@ export class ReplayMatches {
   async page(tenantId: string, jobId: string, filter: ReplayFilter, after: { after_ms: number; after_id: string } | null, limit: number): Promise<ReplayMatch[]> {
     const { sql, params } = this.matching(tenantId, jobId, filter);
     const rs = await this.clickhouse.query({
-      query: `SELECT delivery_id, event_id, destination_id, at_ms FROM (${sql})
+      query: `SELECT delivery_id, event_id, destination_id, at_ms, trace_id FROM (${sql})
               WHERE (at_ms, delivery_id) > ({after_ms:Int64}, {after_id:String})
               ORDER BY at_ms, delivery_id LIMIT {limit:UInt32}`,
       query_params: { ...params, after_ms: after?.after_ms ?? -1, after_id: after?.after_id ?? '', limit },

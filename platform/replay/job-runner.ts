@@ -222,7 +222,8 @@ export class ReplayJobRunner {
       }
       tasks.push(taskOfStoredEvent(event, body, { delivery_id: derivedId('delivery', createdAt, `${job.id}/${m.delivery_id}`), tenant_id: job.tenant_id, destination_id: m.destination_id, replay_of: m.delivery_id, replay_job_id: job.id }));
     }
-    await queueReplays(this.o.replay, tasks, `replay job ${job.id}`);
+    const traces = new Map(slice.map((m) => [m.delivery_id, m.trace_id]));
+    await queueReplays(this.o.replay, tasks, `replay job ${job.id}`, (task) => traces.get(task.replay_of!));
     const last = slice[slice.length - 1]!;
     progress.after_ms = last.at_ms;
     progress.after_id = last.delivery_id;

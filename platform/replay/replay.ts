@@ -5,7 +5,7 @@ import type { Topics } from '../../core/topics';
 import type { AvroCodec } from '../avro/codec';
 import type { DeliveryTask, EventTransition } from '../avro/records';
 import { CONFIG_VERSION_HEADER } from '../../pipeline/runtime/config-version';
-import { beginTrace, endSpan, SPAN_ATTRIBUTES, SpanKind } from '../tracing/tracing';
+import { beginTrace, endSpan, SPAN_ATTRIBUTES, SpanKind, traceLink } from '../tracing/tracing';
 
 export interface ReplayDeps {
   producer: Producer;
@@ -28,16 +28,17 @@ const CLAIM_TTL_SECONDS = 30 * 86_400;
  * Re-queues a dead delivery as a new delivery (its own id, attempt 1) and records the
  * `replayed` transition, both acknowledged by Kafka before this returns. A dead delivery is
  * replayed once: the API and the CLI claim it in Redis first. Returns the new delivery id, or
- * undefined when the delivery was already replayed.
+ * undefined when the delivery was already replayed. `traceId`: the dead delivery's trace, which
+ * the replay's span links to.
  */
-export async function replayDelivery(deps: ReplayDeps, dead: DeliveryTask, reason: string): Promise<string | undefined> {
+export async function replayDelivery(deps: ReplayDeps, dead: DeliveryTask, reason: string, traceId?: string): Promise<string | undefined> {
   const deliveryId = newId('delivery');
   const claimKey = `${deps.prefix}replayed:${dead.tenant_id}:${dead.delivery_id}`;
   const claimed = await deps.redis.set(claimKey, deliveryId, 'EX', CLAIM_TTL_SECONDS, 'NX');
   if (claimed !== 'OK') return undefined;
   try {
     const task: DeliveryTask = { ...dead, delivery_id: deliveryId, attempt: 1, not_before: Date.now(), replay_of: dead.delivery_id };
-    await queueReplays(deps, [task], reason);
+    await queueReplays(deps, [task], reason, traceId ? () => traceId : undefined);
     return deliveryId;
   } catch (err) {
     await deps.redis.del(claimKey);
@@ -49,21 +50,31 @@ export async function replayDelivery(deps: ReplayDeps, dead: DeliveryTask, reaso
  * Queues replayed deliveries, each already a new delivery (its own id, attempt 1, `replay_of` the
  * delivery it repeats), with the `replayed` transition of each, all acknowledged by every in-sync
  * replica before this returns. The tasks name this process's configuration version when it has one.
+ * `originalTrace` names the trace of the delivery a task repeats, where it is known.
  */
-export async function queueReplays(deps: Omit<ReplayDeps, 'redis' | 'prefix'>, tasks: readonly DeliveryTask[], reason: string): Promise<void> {
+export async function queueReplays(deps: Omit<ReplayDeps, 'redis' | 'prefix'>, tasks: readonly DeliveryTask[], reason: string, originalTrace?: (task: DeliveryTask) => string | undefined): Promise<void> {
   if (tasks.length === 0) return;
   const now = Date.now();
   const version = deps.config ? { [CONFIG_VERSION_HEADER]: deps.config.version.toString() } : undefined;
   const encoded = await Promise.all(
     tasks.map(async (task) => {
-      // each replayed delivery is a trace of its own, begun here
-      const { trace, span } = beginTrace('hookline.replay', SpanKind.PRODUCER, undefined, () => ({
-        [SPAN_ATTRIBUTES.tenantId]: task.tenant_id,
-        [SPAN_ATTRIBUTES.eventId]: task.event_id,
-        [SPAN_ATTRIBUTES.deliveryId]: task.delivery_id,
-        [SPAN_ATTRIBUTES.destinationId]: task.destination_id,
-        'hookline.replay_of': String(task.replay_of),
-      }));
+      // each replayed delivery is a trace of its own, begun here, linked to the one it repeats
+      const { trace, span } = beginTrace(
+        'hookline.replay',
+        SpanKind.PRODUCER,
+        undefined,
+        () => ({
+          [SPAN_ATTRIBUTES.tenantId]: task.tenant_id,
+          [SPAN_ATTRIBUTES.eventId]: task.event_id,
+          [SPAN_ATTRIBUTES.deliveryId]: task.delivery_id,
+          [SPAN_ATTRIBUTES.destinationId]: task.destination_id,
+          'hookline.replay_of': String(task.replay_of),
+        }),
+        () => {
+          const original = originalTrace?.(task);
+          return original ? [traceLink(original, { 'hookline.link': 'replay_of', [SPAN_ATTRIBUTES.deliveryId]: String(task.replay_of) })] : [];
+        },
+      );
       const headers = { ...version, ...trace };
       const replayed: EventTransition = {
         event_id: task.event_id,

@@ -1,4 +1,4 @@
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, createTraceState, trace, type Attributes, type Span, type TimeInput, type Tracer } from '@opentelemetry/api';
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, createTraceState, trace, type Attributes, type Link, type Span, type TimeInput, type Tracer } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor, SimpleSpanProcessor, type SpanExporter, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
@@ -55,6 +55,29 @@ export interface TracingOptions {
   endpoint: string;
   serviceName: string;
   serviceVersion?: string;
+  /** Headers of every export request (a hosted collector's credentials). */
+  headers?: Readonly<Record<string, string>>;
+  /** Longest wait for one export request, ms. */
+  timeoutMs?: number;
+}
+
+/** The variables the exporter would read headers from itself (core/config.ts has read them). */
+const HEADER_VARIABLES = ['OTEL_EXPORTER_OTLP_HEADERS', 'OTEL_EXPORTER_OTLP_TRACES_HEADERS'] as const;
+
+/**
+ * The OTLP/HTTP exporter, with the headers it is given and no others. It would merge the headers
+ * of the environment's variables under them, name by name, where the configuration lets the
+ * traces variable replace the general one whole; so it is made with those variables out of its
+ * sight (the constructor is where it reads them, synchronously).
+ */
+function otlpExporter(options: TracingOptions): OTLPTraceExporter {
+  const saved = HEADER_VARIABLES.map((name) => [name, process.env[name]] as const);
+  for (const name of HEADER_VARIABLES) delete process.env[name];
+  try {
+    return new OTLPTraceExporter({ url: options.endpoint, headers: { ...options.headers }, timeoutMillis: options.timeoutMs });
+  } finally {
+    for (const [name, value] of saved) if (value !== undefined) process.env[name] = value;
+  }
 }
 
 function install(processor: SpanProcessor, serviceName: string, serviceVersion?: string): () => Promise<void> {
@@ -82,7 +105,7 @@ function install(processor: SpanProcessor, serviceName: string, serviceVersion?:
  * endpoint) the process records no span at all: only the trace context travels.
  */
 export function startTracing(options: TracingOptions): () => Promise<void> {
-  return install(new BatchSpanProcessor(new OTLPTraceExporter({ url: options.endpoint })), options.serviceName, options.serviceVersion);
+  return install(new BatchSpanProcessor(otlpExporter(options)), options.serviceName, options.serviceVersion);
 }
 
 /**
@@ -132,12 +155,26 @@ export function spanTrace(span: Span, parent: TraceHeaders | undefined): TraceHe
 /**
  * The trace of work that enters here (a webhook, a replay): continued from `parent` when the
  * caller sent one, else new. With spans recorded, the entry's span and its context; else the
- * parent's context as it came (passed on unchanged), or a new trace context.
+ * parent's context as it came (passed on unchanged), or a new trace context. `links` are made
+ * with the span only.
  */
-export function beginTrace(name: string, kind: SpanKind, parent: TraceHeaders | undefined, attributes?: SpanAttributes): { trace: TraceHeaders; span: Span | undefined } {
+export function beginTrace(name: string, kind: SpanKind, parent: TraceHeaders | undefined, attributes?: SpanAttributes, links?: () => Link[]): { trace: TraceHeaders; span: Span | undefined } {
   const span = startSpan(name, kind, parent, attributes);
-  if (span) return { trace: spanTrace(span, parent), span };
+  if (span) {
+    if (links) span.addLinks(links());
+    return { trace: spanTrace(span, parent), span };
+  }
   return { trace: parent ?? { traceparent: newTraceparent() }, span: undefined };
+}
+
+const NO_SPAN_ID = '0'.repeat(16);
+
+/**
+ * A link to a trace known by its id alone (a delivery row keeps no span id): OpenTelemetry records
+ * a link with an all-zero span id when it carries attributes, which say what the trace was.
+ */
+export function traceLink(traceId: string, attributes: Attributes): Link {
+  return { context: { traceId, spanId: NO_SPAN_ID, traceFlags: TraceFlags.SAMPLED, isRemote: true }, attributes };
 }
 
 /** Ends a span: failed when `err` is given (its class as error.type, its message as status). */

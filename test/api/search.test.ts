@@ -251,7 +251,7 @@ describe('deliveries search', () => {
     }
   });
 
-  it('searches through the CLI', async () => {
+  it('searches through the CLI, and shows a delivery with the trace id of each attempt', async () => {
     const env = { ...process.env, HOOKLINE_API_KEY: svc.apiKey, HOOKLINE_API_URL: svc.url, HOOKLINE_TENANT: svc.tenantId };
     const filters = ['--status', 'failed', '--destination', destA, '--event-type', 'order.failed', '--from', all[all.length - 1]!.attempted_at, '--to', '2100-01-01T00:00:00Z', '--text', 'EXPLODED'];
     const r = await runScript('cli/main.ts', ['search', ...filters, '--http-status', '5xx', '--limit', '1'], env);
@@ -260,6 +260,20 @@ describe('deliveries search', () => {
     const page = JSON.parse(r.stdout) as Json;
     expect(ids(page.deliveries)).toEqual(ids(all.filter(byEvent('boom')).slice(0, 1)));
     expect(typeof page.next_cursor).toBe('string');
+    // each attempt with its trace id: the one its destination was sent in `traceparent`
+    const first = page.deliveries[0] as Json;
+    const n = all.find((d) => d.id === first.id)!.n as number;
+    const sentWith = receiverA.requests.find((q) => (JSON.parse(q.body.toString('utf8')) as Json).n === n)!;
+    expect(first.trace_id).toMatch(/^[0-9a-f]{32}$/);
+    expect(first.trace_id).toBe(String(sentWith.headers.traceparent).slice(3, 35));
+    // and the delivery with every attempt, where one follows a trace from
+    const shown = await runScript('cli/main.ts', ['deliveries', 'get', first.id], env);
+    expect(shown.code).toBe(0);
+    expect(shown.stdout.trim().split('\n')).toHaveLength(1);
+    expect(JSON.parse(shown.stdout)).toMatchObject({ id: first.id, status: 'failed', trace_id: first.trace_id, attempts: [{ attempt_number: 1, response_code: 503, trace_id: first.trace_id }] });
+    const usage = await runScript('cli/main.ts', ['deliveries', 'get'], env);
+    expect(usage.code).toBe(1);
+    expect(usage.stderr).toMatch(/deliveries get <delivery id>/);
     // the cursor goes back as it came; with other filters the API refuses it, in one line
     const bad = await runScript('cli/main.ts', ['search', ...filters, '--http-status', '503', '--limit', '1', '--cursor', String(page.next_cursor)], env);
     expect(bad.code).toBe(1);

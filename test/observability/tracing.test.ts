@@ -167,6 +167,40 @@ describe('tracing', () => {
     expect(request!.headers.traceparent).toBe(`00-${held.traceId}-${delivering!.spanContext().spanId}-01`);
   });
 
+  it('begins a retried or replayed delivery\'s trace with a link to the trace of the delivery it repeats', async () => {
+    const receiver = await receivers.next();
+    // both attempts of the schedule fail; the retry asked through the API succeeds
+    receiver.respondBy((_req, i) => ({ status: i < 2 ? 500 : 200 }));
+    const { hookUrl, destinationId } = await destinationWithIngester(svc, 'traced-retried', receiver.url);
+    const from = new Date().toISOString();
+    const eventId = await post(hookUrl);
+    const [first] = await receiver.waitForRequests(2);
+    const original = await traceOf(eventId, ['ingest', 'deliver', 'deliver']);
+    const originalDelivery = String(first!.headers['webhook-id']);
+    const retried = await eventually('the retry queued', async () => {
+      const res = await svc.api('POST', `/v1/tenants/${svc.tenantId}/events/${eventId}/retry`);
+      return res.status === 202 ? (res.body as { delivery_id: string }) : undefined;
+    });
+    const requests = await receiver.waitForRequests(3);
+    const replay = await eventually('the replay span', async () => exporter.getFinishedSpans().find((s) => s.name === 'hookline.replay' && attr(s, 'delivery_id') === retried.delivery_id));
+    expect(attr(replay, 'replay_of')).toBe(originalDelivery);
+    // a trace of its own, linked to the original one (known by its id: the rows keep no span id)
+    expect(replay.spanContext().traceId).not.toBe(original.traceId);
+    expect(replay.links).toEqual([{ context: expect.objectContaining({ traceId: original.traceId, spanId: '0'.repeat(16) }), attributes: { 'hookline.link': 'replay_of', 'hookline.delivery_id': originalDelivery } }]);
+    // where the new delivery goes on
+    expect(String(requests[2]!.headers.traceparent).slice(3, 35)).toBe(replay.spanContext().traceId);
+
+    // a replay job links the same way: to the trace of the delivery it repeats (the retried one)
+    await eventually('the retried delivery stored', async () => {
+      const view = await svc.api('GET', `/v1/tenants/${svc.tenantId}/deliveries/${retried.delivery_id}`);
+      return view.status === 200 && view.body.status === 'delivered' ? view.body : undefined;
+    });
+    const job = await svc.api('POST', `/v1/tenants/${svc.tenantId}/replays`, { from, to: new Date().toISOString(), destination_id: destinationId, status: 'delivered' });
+    expect(job.body).toMatchObject({ matched: 1 });
+    const replayed = await eventually('the replay job\'s span', async () => exporter.getFinishedSpans().find((s) => s.name === 'hookline.replay' && attr(s, 'replay_of') === retried.delivery_id));
+    expect(replayed.links).toEqual([{ context: expect.objectContaining({ traceId: replay.spanContext().traceId }), attributes: { 'hookline.link': 'replay_of', 'hookline.delivery_id': retried.delivery_id } }]);
+  });
+
   it('begins a new trace for a traceparent it cannot read, and never makes one trace of two webhooks', async () => {
     const receiver = await receivers.next();
     const { hookUrl } = await destinationWithIngester(svc, 'traced-bad', receiver.url);
