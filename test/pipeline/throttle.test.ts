@@ -78,15 +78,16 @@ describe('rate limit per destination across deliver processes', () => {
   });
 
   /**
-   * Puts `count` deliveries of the destination on the two partitions in turn, decided with
-   * configuration `version` (the destination's as written): every deliver process applies it first.
+   * Puts `count` deliveries of the destination on the two partitions in turn, decided with the
+   * configuration this service has: a deliver process applies it before deciding on them.
    */
-  async function produceOnBoth(destinationId: string, ingesterId: string, count: number, run: string, version: bigint): Promise<void> {
+  async function produceOnBoth(destinationId: string, ingesterId: string, count: number, run: string): Promise<void> {
+    const headers = { [CONFIG_VERSION_HEADER]: svc.service.store.version.toString() };
     const now = Date.now();
     const messages = await Promise.all(
       Array.from({ length: count }, async (_, i) => {
         const task: DeliveryTask = { delivery_id: newId('delivery'), event_id: newId('event'), tenant_id: svc.tenantId, ingester_id: ingesterId, destination_id: destinationId, correlation_id: 'cor_throttle', attempt: 1, not_before: now, received_at: now, content_type: 'application/json', body: Buffer.from(JSON.stringify({ r: run, s: i, t: now })), replay_of: null, hops: 0 };
-        return { partition: i % 2, key: destinationId, value: await codec.encode(svc.service.topics.deliveryRequested, 'DeliveryTask', task), headers: { [CONFIG_VERSION_HEADER]: version.toString() } };
+        return { partition: i % 2, key: destinationId, value: await codec.encode(svc.service.topics.deliveryRequested, 'DeliveryTask', task), headers };
       }),
     );
     await producer.send({ topic: svc.service.topics.deliveryRequested, acks: -1, messages });
@@ -100,14 +101,12 @@ describe('rate limit per destination across deliver processes', () => {
     const free = await destinationWithIngester(svc, 'free', freeReceiver.url);
     const store = svc.service.store;
     expect(await store.update({ ...store.get('destination', svc.tenantId, limited.destinationId)!, rate_limit_per_s: 20 })).toBe(true);
-    // the deliver processes read the change from the config topic: the deliveries name its version
-    const version = store.versionOf('destination', svc.tenantId, limited.destinationId)!;
 
     const n = 200;
     const rate = 20;
     // the unthrottled destination's deliveries queue behind the limited ones, on the same partitions
-    await produceOnBoth(limited.destinationId, limited.ingesterId, n, run, version);
-    await produceOnBoth(free.destinationId, free.ingesterId, n, run, store.version);
+    await produceOnBoth(limited.destinationId, limited.ingesterId, n, run);
+    await produceOnBoth(free.destinationId, free.ingesterId, n, run);
     const freeDone = (await freeReceiver.waitForRequests(n, 20_000)).at(-1)!.at;
     await eventually('every limited delivery arrived', async () => ((await control<{ distinct: number }>('GET', '/__bench/stats')).distinct >= n ? true : undefined), 45_000, 200);
     const times = (await control<{ arrivals: number[] }>('GET', '/__bench/detail')).arrivals;
