@@ -32,6 +32,7 @@ describe('deliver processes sharing a destination', () => {
   let redis: Redis;
   const codec = AvroCodec.connect(process.env.SCHEMA_REGISTRY_URL!);
   const receivers = receiverPool();
+  const linesOf = (p: ServiceProcess, msg: string, destinationId = '') => p.stdout().split('\n').filter((l) => l.includes(`"msg":"${msg}"`) && l.includes(destinationId));
 
   beforeAll(async () => {
     // this process opens a breaker after four failures; the other never on its own
@@ -48,6 +49,9 @@ describe('deliver processes sharing a destination', () => {
       return groups[0]?.state === 'Stable' && groups[0].members.length === 2 ? true : undefined;
     }, 60_000, 200);
     await eventually('two live deliver processes', async () => ((await redis.zcard(`${svc.config.topicPrefix}deliverers`)) === 2 ? true : undefined), 10_000, 100);
+    // the other process has taken its share (its syncs run late on a loaded machine); this one,
+    // idle meanwhile, takes it at its next sync
+    await eventually('the other process counting two', async () => (linesOf(other, 'deliver processes changed; per-destination share follows').some((l) => (JSON.parse(l) as { processes: number }).processes === 2) ? true : undefined), 20_000, 100);
     await new Promise((r) => setTimeout(r, 3 * SYNC_MS));
   }, 120_000);
   afterAll(async () => {
@@ -70,8 +74,6 @@ describe('deliver processes sharing a destination', () => {
     );
     await producer.send({ topic: svc.service.topics.deliveryRequested, acks: -1, messages });
   }
-
-  const linesOf = (p: ServiceProcess, msg: string, destinationId: string) => p.stdout().split('\n').filter((l) => l.includes(`"msg":"${msg}"`) && l.includes(destinationId));
 
   it('keeps a destination within DELIVERY_PER_DESTINATION across both processes', async () => {
     const r = await receivers.next();
