@@ -62,6 +62,8 @@ export interface ApiServices {
   /** Seals the answers idempotency keeps in Redis (a create answer may carry a secret). */
   keyring: Keyring;
   rateLimits: RateLimits;
+  /** Longest wait for Redis on a request's rate limit (default that of {@link rateLimit}). */
+  rateLimitTimeoutMs?: number;
   /** Most objects of each kind a tenant may hold. */
   quotas: Quotas;
   disabledWriteGroups: readonly string[];
@@ -189,7 +191,7 @@ export function createApp(options: ApiOptions): Express {
         tenant.use(authenticate(inProcessOf(s).lookup(), onUse(s)));
         tenant.use(requireTenant);
         // before idempotency, so a 429 is never stored as the answer to a key
-        tenant.use(rateLimit({ redis: s.redis, prefix: s.redisPrefix, limits: s.rateLimits, routes: routesOf(), log: options.log }));
+        tenant.use(rateLimit({ redis: s.redis, prefix: s.redisPrefix, limits: s.rateLimits, timeoutMs: s.rateLimitTimeoutMs, routes: routesOf(), log: options.log }));
         tenant.use(jsonBody());
         tenant.use(idempotency({ redis: s.redis, prefix: s.redisPrefix, ttlSeconds: s.idempotencyTtlSeconds, keyring: s.keyring, log: options.log }));
         const destinationChanges = destinationChangeDepsOf(s, options.log);
@@ -220,7 +222,7 @@ export function createApp(options: ApiOptions): Express {
         const disabled = new Set<string>(s.disabledWriteGroups);
         const mcp = express.Router();
         mcp.use(authenticate(api.lookup(), onUse(s)));
-        mcp.use(rateLimit({ redis: s.redis, prefix: s.redisPrefix, limits: s.rateLimits, routes: routesOf(), log: options.log }));
+        mcp.use(rateLimit({ redis: s.redis, prefix: s.redisPrefix, limits: s.rateLimits, timeoutMs: s.rateLimitTimeoutMs, routes: routesOf(), log: options.log }));
         mcp.use(jsonBody());
         const transport = mcpHandler({ deps: { operations, api, evidence: s.evidence, evidenceLog: s.evidenceLog }, tools: toolsOf, disabledWriteGroups: disabled, errorBase: options.errorBase, log: options.log });
         mcp.use(mcpRouter({ clickhouse: s.clickhouse, database: s.clickhouseDatabase, evidence: s.evidence, store: s.store, operations, tools: toolsOf, disabledWriteGroups: disabled, mcp: transport }));
@@ -238,7 +240,7 @@ export function createApp(options: ApiOptions): Express {
       whenReady((s) => {
         const me = express.Router();
         me.use(authenticate(inProcessOf(s).lookup(), onUse(s)));
-        me.use(rateLimit({ redis: s.redis, prefix: s.redisPrefix, limits: s.rateLimits, routes: routesOf(), log: options.log }));
+        me.use(rateLimit({ redis: s.redis, prefix: s.redisPrefix, limits: s.rateLimits, timeoutMs: s.rateLimitTimeoutMs, routes: routesOf(), log: options.log }));
         me.use(jsonBody());
         me.use(meRouter());
         return me;

@@ -81,6 +81,8 @@ export interface Config {
   /** Operational events: one per subject and type per `windowMs`, at most `perTenant` per tenant in a window. */
   operationalEvents: { windowMs: number; perTenant: number };
   rateLimits: RateLimits;
+  /** Longest wait for Redis on an API request's rate limit before it goes through unlimited. */
+  rateLimitTimeoutMs: number;
   /** Webhooks a Hook URL, and all Hook URLs of one tenant, accept; `null` is off. */
   ingestRateLimits: { perHook: RateLimit | null; perTenant: RateLimit | null; timeoutMs: number };
   /** Most objects of each kind one tenant may hold. */
@@ -414,6 +416,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
       perTenant: r.integer('OPERATIONAL_EVENTS_PER_TENANT', 100, 1, 100_000),
     },
     rateLimits: r.rateLimits('RATE_LIMITS', 'default=600/60s'),
+    rateLimitTimeoutMs: r.integer('RATE_LIMIT_TIMEOUT_MS', 250, 10, 10_000),
     ingestRateLimits: {
       perHook: r.rateLimit('INGEST_RATE_LIMIT_PER_HOOK', '500/1s'),
       perTenant: r.rateLimit('INGEST_RATE_LIMIT_PER_TENANT', '2000/1s'),
@@ -568,6 +571,7 @@ export const SETTINGS: SettingDoc[] = [
   { env: 'INGEST_LINGER_MS', default: '0', unit: 'milliseconds', description: 'How long the Hook URL waits to gather concurrent webhooks into one Kafka request (0: one event-loop turn).' },
   { env: 'IDEMPOTENCY_TTL_SECONDS', default: '86400', unit: 'seconds', description: 'How long an `Idempotency-Key` and its answer are kept (per tenant and API key, in Redis).' },
   { env: 'RATE_LIMITS', default: 'default=600/60s', unit: '`default=N/window;METHOD /path=N/window`', description: 'Requests per API key and route (path with `:tenantId` and `:id`, e.g. `POST /v1/tenants/:tenantId/destinations=20/60s`); windows in s, m or h. Over it: 429 with Retry-After.' },
+  { env: 'RATE_LIMIT_TIMEOUT_MS', default: '250', unit: 'milliseconds', description: 'Longest wait for Redis on an API request\'s rate limit; past it the request goes through without RateLimit headers (fail open, logged at most once a minute with the count).' },
   { env: 'INGEST_RATE_LIMIT_PER_HOOK', default: '500/1s', unit: '`N/window` (s, m, h) or `off`', description: 'Webhooks one Hook URL accepts, counted across all processes in Redis; over it: 429 `rate-limit-exceeded` with Retry-After, nothing stored. Far above what a provider ordinarily sends one endpoint, low enough that one runaway sender cannot take a process (about 7000 webhooks/s in the benchmark) for itself. Processes take tokens in leases of 2% of the limit (at most 50), so N processes may admit up to N leases more. Fails open when Redis does not answer.' },
   { env: 'INGEST_RATE_LIMIT_PER_TENANT', default: '2000/1s', unit: '`N/window` (s, m, h) or `off`', description: 'Webhooks all Hook URLs of one tenant accept together, as INGEST_RATE_LIMIT_PER_HOOK: four Hook URLs at their own limit at once, yet under a third of what one process accepts, so one tenant cannot take a process.' },
   { env: 'INGEST_RATE_LIMIT_TIMEOUT_MS', default: '200', unit: 'milliseconds', description: 'Longest wait for Redis when a process needs a new lease of ingest tokens; past it the webhook is accepted, and so are all for the next second (fail open, logged at most every 10 s with the count).' },

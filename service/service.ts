@@ -345,6 +345,7 @@ export async function startService(config: Config, log = new Logger(config.logLe
       apiKeyLastUsedIntervalSeconds: config.apiKeyLastUsedIntervalSeconds,
       keyring,
       rateLimits: config.rateLimits,
+      rateLimitTimeoutMs: config.rateLimitTimeoutMs,
       quotas: config.quotas,
       disabledWriteGroups: config.disabledWriteGroups,
       evidence: evidenceStore!,

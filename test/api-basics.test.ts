@@ -4,7 +4,7 @@ import { startTestService, type TestService } from './support/service';
 describe('API ground rules', () => {
   let svc: TestService;
   beforeAll(async () => {
-    svc = await startTestService({ RATE_LIMITS: 'default=1000/60s;GET /v1/tenants/:tenantId/ingesters=3/60s' });
+    svc = await startTestService({ RATE_LIMITS: 'default=1000/60s;GET /v1/tenants/:tenantId/ingesters=3/60s', RATE_LIMIT_TIMEOUT_MS: '10000' });
   });
   afterAll(async () => {
     await svc?.stop();

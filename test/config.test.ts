@@ -21,6 +21,8 @@ describe('configuration', () => {
     expect(c.publicBaseUrl).toBe('http://127.0.0.1:8080');
     expect(c.ingestRateLimits).toEqual({ perHook: { limit: 500, windowSeconds: 1 }, perTenant: { limit: 2000, windowSeconds: 1 }, timeoutMs: 200 });
     expect(loadConfig({ ...KEK, INGEST_RATE_LIMIT_PER_HOOK: 'off', INGEST_RATE_LIMIT_PER_TENANT: '90/1m' }).ingestRateLimits).toMatchObject({ perHook: null, perTenant: { limit: 90, windowSeconds: 60 } });
+    expect(c.rateLimitTimeoutMs).toBe(250);
+    expect(loadConfig({ ...KEK, RATE_LIMIT_TIMEOUT_MS: '1000' }).rateLimitTimeoutMs).toBe(1000);
   });
 
   it('is strict by default and relaxes only named defaults in development, saying so', () => {

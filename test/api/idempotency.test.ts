@@ -88,6 +88,18 @@ describe('Idempotency-Key', () => {
 
   const key = (k: string, extra: Record<string, string> = {}) => ({ 'idempotency-key': k, ...extra });
 
+  /**
+   * Sends `second` once the handler of `first` runs, so that `first` holds the key: a fixed delay
+   * before it (50 ms) let `second` claim first on a loaded machine.
+   */
+  async function whileRunning<T>(app: TestApp, first: () => Promise<T>, second: () => Promise<T>): Promise<[T, T]> {
+    const runs = app.runs;
+    const one = first();
+    while (app.runs === runs) await new Promise((r) => setTimeout(r, 5));
+    const two = second();
+    return [await one, await two];
+  }
+
   it('replays the original status, body and Location without creating again', async () => {
     const app = await startApp();
     const first = await app.post('/things', { name: 'a' }, key('k1'));
@@ -173,10 +185,11 @@ describe('Idempotency-Key', () => {
     expect([app.runs, app.created]).toEqual([2, 1]);
 
     app.failuresLeft = 1;
-    const [first, waiter] = await Promise.all([
-      app.post('/things', { name: 'e' }, key('k6', { 'x-delay-ms': '200' })),
-      new Promise((r) => setTimeout(r, 50)).then(() => app.post('/things', { name: 'e' }, key('k6'))),
-    ]);
+    const [first, waiter] = await whileRunning(
+      app,
+      () => app.post('/things', { name: 'e' }, key('k6', { 'x-delay-ms': '200' })),
+      () => app.post('/things', { name: 'e' }, key('k6')),
+    );
     expect(first.status).toBe(500);
     expect(waiter.status).toBe(201);
     expect(app.created).toBe(2);
@@ -184,10 +197,11 @@ describe('Idempotency-Key', () => {
 
   it('409 while the first request is still running past the wait bound', async () => {
     const app = await startApp({ waitMs: 200 });
-    const [first, second] = await Promise.all([
-      app.post('/things', { name: 'f' }, key('k7', { 'x-delay-ms': '1000' })),
-      new Promise((r) => setTimeout(r, 50)).then(() => app.post('/things', { name: 'f' }, key('k7'))),
-    ]);
+    const [first, second] = await whileRunning(
+      app,
+      () => app.post('/things', { name: 'f' }, key('k7', { 'x-delay-ms': '1000' })),
+      () => app.post('/things', { name: 'f' }, key('k7')),
+    );
     expect(first.status).toBe(201);
     expect(second).toMatchObject({ status: 409, body: { idempotency_key: 'k7', detail: expect.stringContaining('in progress') } });
     expect(app.created).toBe(1);

@@ -395,6 +395,8 @@ describe('OpenAPI document', () => {
       redisPrefix: prefix,
       idempotencyTtlSeconds: 60,
       rateLimits: { default: { limit: 1, windowSeconds: 60 }, routes: {} },
+      // counting: a late answer of Redis on a loaded machine must not let a request through unlimited
+      rateLimitTimeoutMs: 10_000,
       quotas: DEFAULT_QUOTAS,
       disabledWriteGroups: SCOPES.filter((s) => s.startsWith('write:')),
       evidence: new EvidenceStore(svc.clickhouse, svc.config.clickhouseDatabase),

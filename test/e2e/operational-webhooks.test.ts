@@ -169,7 +169,18 @@ describe('operational webhooks', () => {
   }, 60_000);
 
   it('makes no operational event about an ops endpoint that fails itself, and none reaches catch-all endpoints', async () => {
-    // the failing ops endpoint got the events above (exhausted and breaker_opened) and failed them all
+    // a destination of its own that fails: its three events open its breaker and run out of
+    // attempts, so the failing ops endpoint (subscribed to both types) is sent operational events
+    // that it fails in turn, whichever cases ran before this one
+    const receiver = await receivers.next();
+    receiver.respondWith(500);
+    const trouble = await destinationWithIngester(svc, 'trouble', receiver.url, { retry_schedule_ms: [0, 100] });
+    for (let i = 0; i < 3; i++) await sendEvent(trouble.hookUrl, { n: i });
+    await waitFor(breakerOps, 'destination.breaker_opened', trouble.destinationId);
+    await waitFor(deliveryOps, 'delivery.exhausted', trouble.destinationId);
+    await waitFor(failingOps, 'destination.breaker_opened', trouble.destinationId);
+    await waitFor(failingOps, 'delivery.exhausted', trouble.destinationId);
+
     const done = await eventually('the failing ops endpoint\'s deliveries all dead', async () => {
       const page = await svc.api('GET', `${base()}/deliveries?limit=200&destination_id=${failingOps.id}`);
       const mine = (page.body.deliveries as { id: string; status: string; destination_id: string }[]).filter((d) => d.destination_id === failingOps.id);

@@ -11,7 +11,10 @@ describe('micro-batched ingestion sends', () => {
     const topic = `batching-${uniqueSuffix()}`;
     await ensureTopics(kafka, [{ topic, partitions: 2 }]);
     const producer = kafka.producer();
-    await producer.connect();
+    // one admin, disconnected at the end: an admin never connected still opens broker connections
+    // when used, and nothing closes them
+    const admin = kafka.admin();
+    await Promise.all([producer.connect(), admin.connect()]);
     let requests = 0;
     const real = producer.sendBatch.bind(producer);
     producer.sendBatch = (batch) => {
@@ -22,7 +25,7 @@ describe('micro-batched ingestion sends', () => {
       const batching = new BatchingProducer(producer);
       await Promise.all(Array.from({ length: 200 }, (_, i) => batching.send([{ topic, messages: [{ key: String(i), value: `m${i}` }] }])));
       expect(requests).toBe(1);
-      const offsets = await kafka.admin().fetchTopicOffsets(topic);
+      const offsets = await admin.fetchTopicOffsets(topic);
       expect(offsets.reduce((n, o) => n + Number(o.high), 0)).toBe(200);
       // beyond maxBatch a request goes out at once and the rest follow
       const small = new BatchingProducer(producer, { maxBatch: 50 });
@@ -31,17 +34,17 @@ describe('micro-batched ingestion sends', () => {
       expect(requests).toBe(3);
       // a record the broker refuses for its size fails alone: the records sent beside it are stored
       const sizes = new BatchingProducer(producer);
-      const before = (await kafka.admin().fetchTopicOffsets(topic)).reduce((n, o) => n + Number(o.high), 0);
+      const before = (await admin.fetchTopicOffsets(topic)).reduce((n, o) => n + Number(o.high), 0);
       const results = await Promise.allSettled([
         ...Array.from({ length: 20 }, (_, i) => sizes.send([{ topic, messages: [{ key: String(i), value: `s${i}` }] }])),
         sizes.send([{ topic, messages: [{ key: 'big', value: Buffer.alloc(1_200_000, 0x61) }] }]),
         ...Array.from({ length: 20 }, (_, i) => sizes.send([{ topic, messages: [{ key: String(i), value: `t${i}` }] }])),
       ]);
       expect(results.map((r) => r.status)).toEqual([...Array(20).fill('fulfilled'), 'rejected', ...Array(20).fill('fulfilled')]);
-      const after = (await kafka.admin().fetchTopicOffsets(topic)).reduce((n, o) => n + Number(o.high), 0);
+      const after = (await admin.fetchTopicOffsets(topic)).reduce((n, o) => n + Number(o.high), 0);
       expect(after - before).toBe(40);
     } finally {
-      await producer.disconnect();
+      await Promise.all([producer.disconnect(), admin.disconnect()]);
     }
   });
 });

@@ -68,7 +68,8 @@ describe('header patterns run in linear time', () => {
     process.stderr.write(`control: /${WORST.pattern}/ on ${WORST.value.length} characters: V8 killed after ${v8.ms.toFixed(0)} ms; RE2 ${re2Ms.toFixed(2)} ms\n`);
     expect(v8.killed).toBe(true);
     expect(v8.ms).toBeGreaterThanOrEqual(3_000);
-    expect(re2Ms).toBeLessThan(100);
+    // milliseconds, measured on a wall clock that a loaded machine stretches: far below V8's 3 s all the same
+    expect(re2Ms).toBeLessThan(500);
     // the child's timeout is what ended it: the same child with a pattern RE2 and V8 agree on is quick
     const quick = await v8Test('^a+!$', WORST.value, 3_000);
     expect(quick.killed).toBe(false);
@@ -84,7 +85,7 @@ describe('header patterns run in linear time', () => {
     const clients = 2;
 
     /** Health latencies, and the longest event-loop delay, while `clients` send webhooks steadily. */
-    const underLoad = async (targets: { ingester: string; value: string }[], loadMs = 5_000) => {
+    const underLoad = async (targets: { ingester: string; value: string }[], loadMs: number) => {
       const health: { ms: number; status: number }[] = [];
       const accepted: string[] = [];
       // the service runs in this process: its event loop is the one a pattern would block
@@ -113,17 +114,31 @@ describe('header patterns run in linear time', () => {
       await Promise.all([pollHealth(), ...Array.from({ length: clients }, (_, c) => send(c))]);
       loopDelay.disable();
       await waitForIdle(svc, 60_000);
-      const ms = health.map((h) => h.ms).sort((a, b) => a - b);
       expect(health.every((h) => h.status === 200)).toBe(true);
+      return { accepted, ms: health.map((h) => h.ms), loopMs: loopDelay.max / 1e6 };
+    };
+    type Turn = Awaited<ReturnType<typeof underLoad>>;
+    /** The turns of one stream taken together. */
+    const summary = (turns: Turn[]) => {
+      const ms = turns.flatMap((t) => t.ms).sort((a, b) => a - b);
       expect(ms.length).toBeGreaterThanOrEqual(5);
-      return { accepted, ms, median: percentile(ms, 50), p95: percentile(ms, 95), max: ms.at(-1)!, loopMs: loopDelay.max / 1e6 };
+      return { accepted: turns.flatMap((t) => t.accepted), ms, median: percentile(ms, 50), p95: percentile(ms, 95), max: ms.at(-1)!, loopMs: Math.max(...turns.map((t) => t.loopMs)) };
     };
 
     // the same stream of 8 KB headers, first against a pattern that gives up at the first byte
     // (after a warm-up of the pipeline, which is not measured)
-    await underLoad(ADVERSARIAL.map(({ value }) => ({ ingester: harmless.body.id as string, value })), 2_000);
-    const control = await underLoad(ADVERSARIAL.map(({ value }) => ({ ingester: harmless.body.id as string, value })));
-    const worst = await underLoad(ADVERSARIAL.map(({ pattern, value }) => ({ ingester: ingesters.get(pattern)!, value })));
+    const harmlessTargets = ADVERSARIAL.map(({ value }) => ({ ingester: harmless.body.id as string, value }));
+    const worstTargets = ADVERSARIAL.map(({ pattern, value }) => ({ ingester: ingesters.get(pattern)!, value }));
+    await underLoad(harmlessTargets, 2_000);
+    // then the two streams in turns of a second, five each, so that the load of other tests on
+    // the machine, which changes from one second to the next, falls on both alike
+    const turns: { control: Turn[]; worst: Turn[] } = { control: [], worst: [] };
+    for (let i = 0; i < 5; i++) {
+      turns.control.push(await underLoad(harmlessTargets, 1_000));
+      turns.worst.push(await underLoad(worstTargets, 1_000));
+    }
+    const control = summary(turns.control);
+    const worst = summary(turns.worst);
     const line = (name: string, r: typeof worst) =>
       `${name}: ${r.accepted.length} webhooks in 5 s; health ${r.ms.length} answers, median ${r.median.toFixed(1)} ms, p95 ${r.p95.toFixed(1)} ms, max ${r.max.toFixed(1)} ms; longest event-loop delay ${r.loopMs.toFixed(1)} ms\n`;
     process.stderr.write(line('harmless pattern', control) + line('worst patterns', worst));

@@ -5,6 +5,7 @@ import { newId } from '../../core/ids';
 import { groupIdOf, groupPrefixOf } from '../../core/topics';
 import { AvroCodec } from '../../platform/avro/codec';
 import type { DeliveryTask } from '../../platform/avro/records';
+import { CONFIG_VERSION_HEADER } from '../../pipeline/runtime/config-version';
 import { createProducer } from '../../platform/kafka/client';
 import { BreakerBoard } from '../../platform/redis/breaker-board';
 import { destinationWithIngester } from '../support/flow';
@@ -57,12 +58,14 @@ describe('a breaker opening in two deliver processes', () => {
     failing.respondWith(500);
     const { destinationId, ingesterId } = await destinationWithIngester(svc, 'fails everywhere', failing.url, { retry_schedule_ms: [0] });
 
-    // three deliveries on each partition: each process makes three failing attempts
+    // three deliveries on each partition: each process makes three failing attempts, once it has
+    // the configuration they name (the destinations just made)
     const now = Date.now();
+    const headers = { [CONFIG_VERSION_HEADER]: svc.service.store.version.toString() };
     const messages = await Promise.all(
       Array.from({ length: 6 }, async (_, i) => {
         const task: DeliveryTask = { delivery_id: newId('delivery'), event_id: newId('event'), tenant_id: svc.tenantId, ingester_id: ingesterId, destination_id: destinationId, correlation_id: 'cor_ops', attempt: 1, not_before: now, received_at: now, content_type: 'application/json', body: Buffer.from(JSON.stringify({ i })), replay_of: null, hops: 0 };
-        return { partition: i % 2, key: destinationId, value: await codec.encode(svc.service.topics.deliveryRequested, 'DeliveryTask', task) };
+        return { partition: i % 2, key: destinationId, value: await codec.encode(svc.service.topics.deliveryRequested, 'DeliveryTask', task), headers };
       }),
     );
     await producer.send({ topic: svc.service.topics.deliveryRequested, acks: -1, messages });

@@ -97,10 +97,13 @@ describe('a deposed evidence sequencer that wakes up', () => {
     const before = (await svc.api('GET', `/v1/tenants/${svc.tenantId}/evidence-log`)).body.latest_checkpoint as { tree_size: number; root_hash: string };
     expect(before.tree_size).toBe(4);
 
-    // 2. outcomes reach the owner, and before its seal is due it stops
+    // 2. outcomes reach the owner, and before its seal is due it stops: once the sink has read
+    //    them from deliveries.completed they are there for the owner too, which gets a second
+    //    more (timed from the receiver's requests, a loaded machine's slow produce ate that margin)
     const held = await send(3, 'held');
     await r.waitForRequests(first.length + held.length, 30_000);
-    await new Promise((res) => setTimeout(res, 1_500));
+    for (const id of held) await waitForStates(svc, id, ['delivered'], 30_000);
+    await new Promise((res) => setTimeout(res, 1_000));
     const ownerTerm = lastTerm(owner);
     expect(signalGroup(owner.pgid, 'SIGSTOP')).toBe(true);
     expect(await logSize()).toBe(4);

@@ -9,12 +9,13 @@ import { randomEvidenceKey } from '../support/keyring';
 import { spawnScript, type Spawned } from '../support/process';
 import type { Destination } from '../../core/model';
 import { Pacer, type SendSlots } from '../../pipeline/deliver/pace';
+import { CONFIG_VERSION_HEADER } from '../../pipeline/runtime/config-version';
 import type { DeliveryTask } from '../../platform/avro/records';
 import { RedisSendSlots } from '../../platform/redis/send-slots';
 import { uniqueSuffix } from '../support/ids';
 import { receiverPool } from '../support/receiver';
 import { eventually, startTestService, type TestService } from '../support/service';
-import { destinationWithIngester, sendEvent } from '../support/flow';
+import { destinationWithIngester } from '../support/flow';
 
 /** The most requests in any window of `windowMs` (windows starting at each request). */
 function maxInWindow(times: number[], windowMs: number): number {
@@ -28,14 +29,12 @@ function maxInWindow(times: number[], windowMs: number): number {
   return best;
 }
 
-async function sendAll(hookUrl: string, n: number, parallel = 20): Promise<void> {
-  for (let i = 0; i < n; i += parallel) {
-    await Promise.all(Array.from({ length: Math.min(parallel, n - i) }, (_, k) => sendEvent(hookUrl, { seq: i + k })));
-  }
-}
-
-/** Settings every deliver process of the test shares. */
-const shared = { RETRY_TIERS: '1s,5s', DELIVERY_RATE_WAIT_MS: '2000' };
+/**
+ * Settings every deliver process of the test shares. A record names the configuration it was
+ * decided with, and a deliver process holds it until it has that configuration: long enough here
+ * that a loaded machine never sends a delivery before its process knows the destination's limit.
+ */
+const shared = { RETRY_TIERS: '1s,5s', DELIVERY_RATE_WAIT_MS: '2000', CONFIG_VERSION_WAIT_MS: '30000' };
 
 /**
  * A destination's limit across two deliver processes: this test's service runs everything but
@@ -78,13 +77,17 @@ describe('rate limit per destination across deliver processes', () => {
     counter?.child.kill();
   });
 
-  /** Puts `count` deliveries of the destination on the two partitions in turn. */
+  /**
+   * Puts `count` deliveries of the destination on the two partitions in turn, decided with the
+   * configuration this service has: a deliver process applies it before deciding on them.
+   */
   async function produceOnBoth(destinationId: string, ingesterId: string, count: number, run: string): Promise<void> {
+    const headers = { [CONFIG_VERSION_HEADER]: svc.service.store.version.toString() };
     const now = Date.now();
     const messages = await Promise.all(
       Array.from({ length: count }, async (_, i) => {
         const task: DeliveryTask = { delivery_id: newId('delivery'), event_id: newId('event'), tenant_id: svc.tenantId, ingester_id: ingesterId, destination_id: destinationId, correlation_id: 'cor_throttle', attempt: 1, not_before: now, received_at: now, content_type: 'application/json', body: Buffer.from(JSON.stringify({ r: run, s: i, t: now })), replay_of: null, hops: 0 };
-        return { partition: i % 2, key: destinationId, value: await codec.encode(svc.service.topics.deliveryRequested, 'DeliveryTask', task) };
+        return { partition: i % 2, key: destinationId, value: await codec.encode(svc.service.topics.deliveryRequested, 'DeliveryTask', task), headers };
       }),
     );
     await producer.send({ topic: svc.service.topics.deliveryRequested, acks: -1, messages });
@@ -98,12 +101,12 @@ describe('rate limit per destination across deliver processes', () => {
     const free = await destinationWithIngester(svc, 'free', freeReceiver.url);
     const store = svc.service.store;
     expect(await store.update({ ...store.get('destination', svc.tenantId, limited.destinationId)!, rate_limit_per_s: 20 })).toBe(true);
-    // the deliver processes read the change from the config topic
-    await new Promise((r) => setTimeout(r, 1_500));
 
     const n = 200;
     const rate = 20;
-    await Promise.all([produceOnBoth(limited.destinationId, limited.ingesterId, n, run), sendAll(free.hookUrl, n)]);
+    // the unthrottled destination's deliveries queue behind the limited ones, on the same partitions
+    await produceOnBoth(limited.destinationId, limited.ingesterId, n, run);
+    await produceOnBoth(free.destinationId, free.ingesterId, n, run);
     const freeDone = (await freeReceiver.waitForRequests(n, 20_000)).at(-1)!.at;
     await eventually('every limited delivery arrived', async () => ((await control<{ distinct: number }>('GET', '/__bench/stats')).distinct >= n ? true : undefined), 45_000, 200);
     const times = (await control<{ arrivals: number[] }>('GET', '/__bench/detail')).arrivals;
@@ -125,14 +128,17 @@ describe('rate limit per destination across deliver processes', () => {
     // a send may go up to 100 ms after its slot (lateAllowance): a second holds at most the slots
     // of 1.1 s, and the first of them
     expect(maxInWindow(started, 1_000)).toBeLessThanOrEqual(Math.ceil(rate * 1.1) + 1);
+    // slots are an interval apart: the attempts take the whole ~10 s the limit asks for
+    const span = (at: number[]) => Math.max(...at) - Math.min(...at);
+    expect(span(started)).toBeGreaterThanOrEqual(((n - 1) / rate) * 1_000 - 250);
     // as the receiver got them: between an attempt's start and its arrival lie the deliver
-    // process's event loop, a connection and the network, tens of ms on a busy machine, which
-    // may put one or two more into a second
-    expect(maxInWindow(times, 1_000)).toBeLessThanOrEqual(Math.ceil(rate * 1.1) + 3);
-    const span = Math.max(...times) - Math.min(...times);
-    expect(span).toBeGreaterThanOrEqual(((n - 1) / rate) * 1_000 - 250);
-    // the limit costs the unthrottled destination nothing: it was done well before the limited one
-    // (which needs ~10 s at its rate; on a loaded machine the free 200 take ~5 s of their own)
+    // process's event loop, a connection and the network, which a loaded machine stretches by
+    // hundreds of ms now and then. Loose bounds here, but ones that a limit kept by each process
+    // apart (40/s from the two, done in ~5 s) or none at all (~1 s) clearly break
+    expect(maxInWindow(times, 2_000)).toBeLessThan(2 * rate * 1.5);
+    expect(span(times)).toBeGreaterThanOrEqual(((n - 1) / rate) * 1_000 * 0.75);
+    // the limit costs the unthrottled destination nothing: queued behind the limited deliveries,
+    // it was done well before them (they need ~10 s at their rate)
     expect(freeDone).toBeLessThan([...times].sort((a, b) => a - b)[(n * 3) / 4]!);
     await new Promise((r) => setTimeout(r, 500));
     expect((await control<{ total: number }>('GET', '/__bench/stats')).total).toBe(n);

@@ -41,6 +41,8 @@ export async function startReceiver(): Promise<Receiver> {
   const waiters: { count: number; resolve: () => void }[] = [];
   let open = 0;
   let maxOpen = 0;
+  // answers held back (delayMs), cleared on close: a timer left behind keeps the test process alive
+  const held = new Set<NodeJS.Timeout>();
   const server = http.createServer((req, res) => {
     // open from the request's arrival until its answer is sent or the client goes away
     open++;
@@ -61,8 +63,13 @@ export async function startReceiver(): Promise<Receiver> {
       const answer: Answer | 'hang' = decide ? decide(received, requests.length - 1) : { status, headers: extraHeaders };
       if (answer !== 'hang') {
         const send = () => res.writeHead(answer.status, answer.headers ?? {}).end(answer.body ?? 'ok');
-        if (answer.delayMs) setTimeout(send, answer.delayMs);
-        else send();
+        if (answer.delayMs) {
+          const timer = setTimeout(() => {
+            held.delete(timer);
+            send();
+          }, answer.delayMs);
+          held.add(timer);
+        } else send();
       }
       for (const w of waiters.filter((w) => requests.length >= w.count)) w.resolve();
     });
@@ -97,6 +104,8 @@ export async function startReceiver(): Promise<Receiver> {
     },
     close: () =>
       new Promise<void>((resolve) => {
+        for (const timer of held) clearTimeout(timer);
+        held.clear();
         server.closeAllConnections();
         server.close(() => resolve());
       }),

@@ -15,8 +15,9 @@ describe('breaker board', () => {
   });
 
   it('shows open and half-open breakers of live processes, and drops closed ones', async () => {
-    const a = new BreakerBoard(redis, prefix, { expiresMs: 600 });
-    const b = new BreakerBoard(redis, prefix, { expiresMs: 600 });
+    // live for 2 s after their last beat: the reads below come well within that on a loaded machine
+    const a = new BreakerBoard(redis, prefix, { expiresMs: 2_000 });
+    const b = new BreakerBoard(redis, prefix, { expiresMs: 2_000 });
     await Promise.all([a.sync(), b.sync()]);
     try {
       await a.record('ten_a', 'dst_a', 'open', 1_000);
@@ -33,12 +34,13 @@ describe('breaker board', () => {
   });
 
   it('forgets the breakers of a process that stopped beating', async () => {
-    const dead = new BreakerBoard(redis, prefix, { expiresMs: 300 });
-    const reader = new BreakerBoard(redis, prefix, { expiresMs: 300 });
+    // long enough for the read right after the beat, on a loaded machine too
+    const dead = new BreakerBoard(redis, prefix, { expiresMs: 1_000 });
+    const reader = new BreakerBoard(redis, prefix, { expiresMs: 1_000 });
     await dead.record('ten_a', 'dst_gone', 'open');
     expect((await reader.entries()).map((e) => e.destination_id)).toEqual(['dst_gone']);
     // no beat: the process leaves the live set, its board with it
-    await new Promise((r) => setTimeout(r, 500));
+    await new Promise((r) => setTimeout(r, 1_500));
     expect(await reader.entries()).toEqual([]);
     expect(await redis.zrange(`${prefix}deliverers`, 0, -1)).toEqual([]);
   });
