@@ -14,11 +14,6 @@ export function readSchema(name: RecordName): string {
 export type TopicRecords = Partial<Record<string, RecordName>>;
 
 /**
- * Avro in the Confluent wire format (magic byte, 4-byte schema id, Avro binary), with the
- * schemas registered once per subject at start. Readers decode with whatever writer schema
- * id a record carries, so producers that registered a compatible newer schema still work.
- */
-/**
  * A reader of one record type: `now` decodes without a promise once the writer schema of the
  * bytes is known in this process (undefined before), the call itself fetches it first.
  */
