@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 
 /** Prefixes of typed identifiers: a reader of a log line knows what an id names. */
 export const ID_PREFIX = {
@@ -34,7 +34,8 @@ export function newId(kind: IdKind, now = Date.now()): string {
  * handles a record twice (at-least-once) gives its outputs the same ids both times.
  */
 export function derivedId(kind: IdKind, time: number, seed: string): string {
-  return `${ID_PREFIX[kind]}_${ulid(time, createHash('sha256').update(seed).digest().subarray(0, 10))}`;
+  // the one-shot digest: derived ids are made several times per event
+  return `${ID_PREFIX[kind]}_${ulid(time, hash('sha256', seed, 'buffer').subarray(0, 10))}`;
 }
 
 /** Random bytes drawn 4 KiB at a time: one system call per 409 ids instead of one per id. */

@@ -97,6 +97,25 @@ interface Tree {
   flat: Pino;
 }
 
+let stampSecond = Number.NaN;
+let stampPrefix = '';
+
+/**
+ * pino's `ts` member, now in ISO 8601 UTC as `Date#toISOString` writes it. Lines of one second
+ * share its text, formatted once; only the milliseconds are written for each (a Date and its
+ * formatting per line cost more than the rest of a delivery's line).
+ */
+function timestamp(): string {
+  const now = Date.now();
+  const second = Math.floor(now / 1000);
+  if (second !== stampSecond) {
+    stampPrefix = `,"ts":"${new Date(second * 1000).toISOString().slice(0, 20)}`;
+    stampSecond = second;
+  }
+  const millis = now - second * 1000;
+  return `${stampPrefix}${millis < 10 ? '00' : millis < 100 ? '0' : ''}${millis}Z"`;
+}
+
 function rootPino(level: LogLevel, tap: LineTap): Pino {
   return pino(
     {
@@ -104,7 +123,7 @@ function rootPino(level: LogLevel, tap: LineTap): Pino {
       base: null,
       // a string level, as the log consumers (the `logs` topic, the logs API) read it
       formatters: { level: (label) => ({ level: label }), log: forLine },
-      timestamp: () => `,"ts":"${new Date().toISOString()}"`,
+      timestamp,
       redact: { paths: [...REDACTED_PATHS], censor: REDACTED_VALUE },
     },
     tap,

@@ -1,5 +1,5 @@
 import { isUtf8 } from 'node:buffer';
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 /**
  * How a webhook body is kept in a ClickHouse String column reached through JSON: UTF-8 text as
@@ -14,8 +14,9 @@ export function encodeStoredBody(bytes: Buffer): string {
   return text.startsWith(MARKER) ? MARKER + bytes.toString('base64') : text;
 }
 
+/** SHA-256 of `bytes`, hex: the one-shot digest, since every event's body is hashed on its way. */
 export function sha256Hex(bytes: Buffer): string {
-  return createHash('sha256').update(bytes).digest('hex');
+  return hash('sha256', bytes, 'hex');
 }
 
 /**

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { sha256Hex } from '../../core/stored-body';
 import type { DeliveryOutcome, DeliveryTask } from '../../platform/avro/records';
 
 /**
@@ -18,7 +18,7 @@ export function blankOutcome(task: DeliveryTask, at: number): DeliveryOutcome {
     attempted_at: at,
     duration_ms: 0,
     error_message: null,
-    body_sha256: createHash('sha256').update(task.body).digest('hex'),
+    body_sha256: sha256Hex(task.body),
     next_attempt_at: null,
     replay_of: task.replay_of ?? null,
     replay_job_id: task.replay_job_id ?? null,

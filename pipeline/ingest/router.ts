@@ -112,7 +112,7 @@ export async function acceptWebhook(deps: IngestDeps, ingester: Ingester, req: I
     'http.route': '/v1/hooks/{ingester_id}',
   }));
   try {
-    const eventValue = await deps.codec.encode(deps.topics.received, 'WebhookEvent', event);
+    const eventValue = deps.codec.encodeNow(deps.topics.received, 'WebhookEvent', event) ?? (await deps.codec.encode(deps.topics.received, 'WebhookEvent', event));
     // read after the ingester was found, so it covers the configuration the webhook was accepted with
     const headers = { [CONFIG_VERSION_HEADER]: deps.config.version.toString(), ...trace };
     await deps.producer.send([{ topic: deps.topics.received, messages: [{ key: `${event.tenant_id}/${event.ingester_id}`, value: eventValue, headers }] }]);

@@ -68,9 +68,9 @@ export interface ConsumedBatch {
   /**
    * The record decoded as its topic's record, or why its bytes never decode and their dead
    * letter (which throws when the stage has no dead-letter topic). Any other failure (the
-   * registry away) throws.
+   * registry away) throws. Without a promise once the record's schema is known here.
    */
-  decode<N extends RecordName>(message: KafkaMessage & { value: Buffer }): Promise<Decoded<N>>;
+  decode<N extends RecordName>(message: KafkaMessage & { value: Buffer }): Decoded<N> | Promise<Decoded<N>>;
 }
 
 /** What a batch handler may do with the consumer beyond its batch. */
@@ -141,7 +141,10 @@ function byTopic(encoded: readonly EncodedOutput[]): { topic: string; messages: 
 export async function consume(deps: RunnerDeps, options: ConsumeOptions, handle: (batch: ConsumedBatch, consuming: Consuming) => Promise<void>): Promise<RunningStage & { consuming: Consuming }> {
   const log = deps.log.child({ stage: options.name });
   const decoderOf = new Map(
-    options.inputs.map((i) => [i.topic, { record: i.record, decode: i.fields ? deps.codec.projection(i.record, i.fields as never[]) : (b: Buffer) => deps.codec.decode(i.record, b) }]),
+    options.inputs.map((i) => {
+      const read = i.fields ? deps.codec.projection(i.record, i.fields as never[]) : Object.assign((b: Buffer) => deps.codec.decode(i.record, b), { now: (b: Buffer) => deps.codec.decodeNow(i.record, b) });
+      return [i.topic, { record: i.record, read }];
+    }),
   );
   let stopped = false;
   let inHand = 0;
@@ -174,14 +177,37 @@ export async function consume(deps: RunnerDeps, options: ConsumeOptions, handle:
     pause: (topic, partition) => consumer.pause([partition === undefined ? { topic } : { topic, partitions: [partition] }]),
     resume: (topic, partition) => consumer.resume([{ topic, partitions: [partition] }]),
     seek: (topic, partition, offset) => consumer.seek({ topic, partition, offset: offset.toString() }),
-    encode: (outputs) => Promise.all(outputs.map(async (o) => ({ topic: o.topic, key: o.key, value: await deps.codec.encode(o.topic, o.record, o.value as never), ...(o.headers ? { headers: o.headers } : {}) }))),
+    encode(outputs) {
+      // every output of every stage: one promise for all, none per output once the schemas are known
+      const encoded: EncodedOutput[] = [];
+      for (const o of outputs) {
+        const value = deps.codec.encodeNow(o.topic, o.record, o.value as never);
+        if (value === undefined) return encodeLater(outputs);
+        encoded.push(o.headers ? { topic: o.topic, key: o.key, value, headers: o.headers } : { topic: o.topic, key: o.key, value });
+      }
+      return Promise.resolve(encoded);
+    },
     async send(encoded) {
       if (encoded.length > 0) await deps.outputs.send(byTopic(encoded));
     },
   };
 
+  /** What `encode` does where a schema is not known here yet, or a value does not fit: the codec's own promise and error. */
+  const encodeLater = (outputs: readonly AnyOutput[]) =>
+    Promise.all(outputs.map(async (o) => ({ topic: o.topic, key: o.key, value: await deps.codec.encode(o.topic, o.record, o.value as never), ...(o.headers ? { headers: o.headers } : {}) })));
+
   const batchOf = ({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload): ConsumedBatch => {
-    const { record, decode } = decoderOf.get(batch.topic)!;
+    const { record, read } = decoderOf.get(batch.topic)!;
+    /** Why bytes never decode, and their dead letter; any other failure (the registry away) is thrown. */
+    const failed = <N extends RecordName>(message: KafkaMessage & { value: Buffer }, err: unknown): Decoded<N> => {
+      if (!(err instanceof UndecodableRecordError)) throw err;
+      const letter = () => {
+        // without a dead-letter topic such a record fails its batch, consumed again until it passes
+        if (!deps.deadLetterTopic) throw err;
+        return undecodableLetter(deps.deadLetterTopic, options.name, log, batch.topic, batch.partition, message, record, err);
+      };
+      return { undecodable: undecodableReason(record, err), letter };
+    };
     return {
       topic: batch.topic,
       partition: batch.partition,
@@ -191,18 +217,19 @@ export async function consume(deps: RunnerDeps, options: ConsumeOptions, handle:
       active: () => isRunning() && !isStale(),
       resolve: (offset) => resolveOffset(offset),
       heartbeat,
-      async decode<N extends RecordName>(message: KafkaMessage & { value: Buffer }): Promise<Decoded<N>> {
+      decode<N extends RecordName>(message: KafkaMessage & { value: Buffer }): Decoded<N> | Promise<Decoded<N>> {
+        let value: unknown;
         try {
-          return { value: (await decode(message.value)) as RecordTypes[N] };
+          value = read.now(message.value);
         } catch (err) {
-          if (!(err instanceof UndecodableRecordError)) throw err;
-          const letter = () => {
-            // without a dead-letter topic such a record fails its batch, consumed again until it passes
-            if (!deps.deadLetterTopic) throw err;
-            return undecodableLetter(deps.deadLetterTopic, options.name, log, batch.topic, batch.partition, message, record, err);
-          };
-          return { undecodable: undecodableReason(record, err), letter };
+          return failed<N>(message, err);
         }
+        if (value !== undefined) return { value: value as RecordTypes[N] };
+        // a schema id first met: fetched once from the registry
+        return read(message.value).then(
+          (v) => ({ value: v as RecordTypes[N] }),
+          (err: unknown) => failed<N>(message, err),
+        );
       },
     };
   };

@@ -14,12 +14,24 @@ export function readSchema(name: RecordName): string {
 export type TopicRecords = Partial<Record<string, RecordName>>;
 
 /**
+ * A reader of one record type: `now` decodes without a promise once the writer schema of the
+ * bytes is known in this process (undefined before), the call itself fetches it first.
+ */
+export type RecordReader<T> = ((buffer: Buffer) => Promise<T>) & { now(buffer: Buffer): T | undefined };
+
+/**
  * Avro in the Confluent wire format (magic byte, 4-byte schema id, Avro binary), with the
  * schemas registered once per subject at start. Readers decode with whatever writer schema
  * id a record carries, so producers that registered a compatible newer schema still work.
+ * A schema is fetched once per id; from then on the stages encode and decode without a promise
+ * (an id names the same schema for good).
  */
 export class AvroCodec {
   private readonly ids = new Map<string, number>();
+  /** The registered schema of each topic, which its records are written with. */
+  private readonly types = new Map<string, Type>();
+  /** Every writer schema met so far, by id. */
+  private readonly writers = new Map<number, Type>();
 
   constructor(readonly registry: SchemaRegistry) {}
 
@@ -36,6 +48,10 @@ export class AvroCodec {
           { subject: `${topic}-value` },
         );
         this.ids.set(topic, id);
+        // the registry client keeps what it registered: no request more
+        const type = (await this.registry.getSchema(id)) as unknown as Type;
+        this.types.set(topic, type);
+        this.writers.set(id, type);
       }),
     );
   }
@@ -51,49 +67,103 @@ export class AvroCodec {
   }
 
   /**
+   * `encode` without a promise, the same bytes: undefined when the topic has no schema registered
+   * here, or the value does not fit it (`encode` then rejects saying why).
+   */
+  encodeNow<N extends RecordName>(topic: string, _name: N, value: RecordTypes[N]): Buffer | undefined {
+    const type = this.types.get(topic);
+    if (type === undefined) return undefined;
+    let avro: Buffer;
+    try {
+      avro = type.toBuffer(value);
+    } catch {
+      return undefined;
+    }
+    const wire = Buffer.allocUnsafe(5 + avro.length);
+    wire[0] = 0;
+    wire.writeInt32BE(this.ids.get(topic)!, 1);
+    avro.copy(wire, 5);
+    return wire;
+  }
+
+  /**
    * Decodes a record. Bytes that can never decode (not the wire format, a schema id no registry
    * holds, Avro that does not parse) throw {@link UndecodableRecordError}; a registry that cannot
    * be reached throws its own error, since the same bytes decode once it answers.
    */
   async decode<N extends RecordName>(_name: N, buffer: Buffer): Promise<RecordTypes[N]> {
     const { id, writer } = await this.writerOf(buffer);
-    try {
-      return writer.fromBuffer(buffer.subarray(5)) as RecordTypes[N];
-    } catch (err) {
-      throw new UndecodableRecordError(`its Avro does not decode with schema ${id}: ${err instanceof Error ? err.message : String(err)}`);
-    }
+    return decodeWith(writer, id, buffer) as RecordTypes[N];
+  }
+
+  /** `decode` without a promise: undefined while the writer schema of the bytes is not known here. */
+  decodeNow<N extends RecordName>(_name: N, buffer: Buffer): RecordTypes[N] | undefined {
+    const id = wireSchemaId(buffer);
+    const writer = this.writers.get(id);
+    return writer === undefined ? undefined : (decodeWith(writer, id, buffer) as RecordTypes[N]);
   }
 
   /**
    * A reader of some fields of `name` only: the others are skipped over, not built (for a
    * WebhookEvent, no header strings and no body copy). Fails as `decode` does.
    */
-  projection<N extends RecordName, K extends keyof RecordTypes[N] & string>(name: N, fields: readonly K[]): (buffer: Buffer) => Promise<Pick<RecordTypes[N], K>> {
+  projection<N extends RecordName, K extends keyof RecordTypes[N] & string>(name: N, fields: readonly K[]): RecordReader<Pick<RecordTypes[N], K>> {
     const full = JSON.parse(readSchema(name)) as { name: string; namespace?: string; fields: { name: string }[] };
     const reader = Type.forSchema({ ...full, fields: full.fields.filter((f) => (fields as readonly string[]).includes(f.name)) } as never);
     const resolvers = new Map<number, Resolver>();
-    return async (buffer) => {
-      const { id, writer } = await this.writerOf(buffer);
+    const read = (writer: Type, id: number, buffer: Buffer) => {
       try {
         let resolver = resolvers.get(id);
         if (!resolver) resolvers.set(id, (resolver = reader.createResolver(writer)));
         return reader.fromBuffer(buffer.subarray(5), resolver) as Pick<RecordTypes[N], K>;
       } catch (err) {
-        throw new UndecodableRecordError(`its Avro does not decode with schema ${id}: ${err instanceof Error ? err.message : String(err)}`);
+        throw undecodableAvro(id, err);
       }
     };
+    const later = async (buffer: Buffer) => {
+      const { id, writer } = await this.writerOf(buffer);
+      return read(writer, id, buffer);
+    };
+    return Object.assign(later, {
+      now: (buffer: Buffer) => {
+        const id = wireSchemaId(buffer);
+        const writer = this.writers.get(id);
+        return writer === undefined ? undefined : read(writer, id, buffer);
+      },
+    });
   }
 
   private async writerOf(buffer: Buffer): Promise<{ id: number; writer: Type }> {
-    if (buffer.length < 5 || buffer[0] !== 0) throw new UndecodableRecordError('it is not in the schema registry wire format (magic byte 0, schema id, Avro)');
-    const id = buffer.readInt32BE(1);
+    const id = wireSchemaId(buffer);
+    const known = this.writers.get(id);
+    if (known) return { id, writer: known };
     try {
-      return { id, writer: (await this.registry.getSchema(id)) as unknown as Type };
+      const writer = (await this.registry.getSchema(id)) as unknown as Type;
+      this.writers.set(id, writer);
+      return { id, writer };
     } catch (err) {
       if ((err as { status?: unknown }).status === 404) throw new UndecodableRecordError(`its schema id ${id} is not in the registry`);
       throw err;
     }
   }
+}
+
+/** The schema id of bytes in the wire format; throws UndecodableRecordError for other bytes. */
+function wireSchemaId(buffer: Buffer): number {
+  if (buffer.length < 5 || buffer[0] !== 0) throw new UndecodableRecordError('it is not in the schema registry wire format (magic byte 0, schema id, Avro)');
+  return buffer.readInt32BE(1);
+}
+
+function decodeWith(writer: Type, id: number, buffer: Buffer): unknown {
+  try {
+    return writer.fromBuffer(buffer.subarray(5));
+  } catch (err) {
+    throw undecodableAvro(id, err);
+  }
+}
+
+function undecodableAvro(id: number, err: unknown): UndecodableRecordError {
+  return new UndecodableRecordError(`its Avro does not decode with schema ${id}: ${err instanceof Error ? err.message : String(err)}`);
 }
 
 /** Bytes that no registry state or retry will ever decode: a poison record. */

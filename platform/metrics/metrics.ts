@@ -1,10 +1,12 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { HotHistogram, PendingCount, type HistogramSeries } from './hot';
 
 /**
  * The Prometheus metrics of this process: one registry, the Node process metrics under their
  * standard names, and the pipeline's own under `hookline_`. Every label set is fixed or bounded
- * here; the recorders below touch children bound once, so a record costs one increment or one
- * observation, never a label string built for it.
+ * here; the recorders below touch series bound once, and those of every webhook, delivery and
+ * Kafka request are plain numbers until a scrape reads them (./hot.ts), so a record costs an
+ * addition, never a label string built or hashed for it.
  */
 export const registry = new Registry();
 collectDefaultMetrics({ register: registry });
@@ -45,30 +47,37 @@ const deliveries = new Counter({
   help: 'Delivery tasks the deliver stage handled, by outcome: the result of the attempt, or why none was made.',
   labelNames: ['outcome'] as const,
   registers: [registry],
+  collect: () => {
+    for (const outcome of DELIVERY_OUTCOMES) deliveryCounters[outcome].flush();
+  },
 });
 
-const deliveryDuration = new Histogram({
-  name: 'hookline_delivery_duration_seconds',
-  help: 'Duration of outbound delivery attempts, from the request to the end of the answer (or the failure), by outcome.',
-  labelNames: ['outcome'] as const,
-  buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30, 60],
-  registers: [registry],
-});
+const deliveryDuration = new HotHistogram(
+  'hookline_delivery_duration_seconds',
+  'Duration of outbound delivery attempts, from the request to the end of the answer (or the failure), by outcome.',
+  'outcome',
+  [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30, 60],
+  registry,
+);
 
 const ingestRequests = new Counter({
   name: 'hookline_ingest_requests_total',
   help: 'Webhooks POSTed to Hook URLs: accepted (Kafka has them), or refused with the reason (reason is empty for accepted).',
   labelNames: ['outcome', 'reason'] as const,
   registers: [registry],
+  collect: () => {
+    ingestAccepted.flush();
+    for (const reason of INGEST_REFUSALS) ingestRefused[reason].flush();
+  },
 });
 
-const produceDuration = new Histogram({
-  name: 'hookline_kafka_produce_duration_seconds',
-  help: 'Duration of the Kafka requests (acks=all) that carry gathered records, per topic in the request; one observation per request and topic, not per record.',
-  labelNames: ['topic'] as const,
-  buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-  registers: [registry],
-});
+const produceDuration = new HotHistogram(
+  'hookline_kafka_produce_duration_seconds',
+  'Duration of the Kafka requests (acks=all) that carry gathered records, per topic in the request; one observation per request and topic, not per record.',
+  'topic',
+  [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+  registry,
+);
 
 const sinkRows = new Counter({
   name: 'hookline_sink_rows_total',
@@ -99,49 +108,45 @@ const evidenceSealDuration = new Histogram({
 
 /** A labelled child, bound once: its own methods take no labels. */
 type CounterChild = { inc(value?: number): void };
-type HistogramChild = { observe(value: number): void };
 
 function bound<K extends string, C>(keys: readonly K[], child: (key: K) => C): Record<K, C> {
   return Object.fromEntries(keys.map((k) => [k, child(k)])) as Record<K, C>;
 }
 
 // every known series exists from the start (at 0), so that rate() sees the first increment
-const deliveryCounters: Record<DeliveryOutcomeLabel, CounterChild> = bound(DELIVERY_OUTCOMES, (o) => {
+const deliveryCounters: Record<DeliveryOutcomeLabel, PendingCount> = bound(DELIVERY_OUTCOMES, (o) => {
   deliveries.inc({ outcome: o }, 0);
-  return deliveries.labels(o);
+  return new PendingCount(deliveries.labels(o));
 });
-const deliveryTimers: Record<DeliveryOutcomeLabel, HistogramChild> = bound(DELIVERY_OUTCOMES.slice(0, 5) as DeliveryOutcomeLabel[], (o) => {
-  deliveryDuration.zero({ outcome: o });
-  return deliveryDuration.labels(o);
-});
+const deliveryTimers: Partial<Record<DeliveryOutcomeLabel, HistogramSeries>> = bound(DELIVERY_OUTCOMES.slice(0, 5) as DeliveryOutcomeLabel[], (o) => deliveryDuration.series(o));
 ingestRequests.inc({ outcome: 'accepted', reason: '' }, 0);
-const ingestAccepted = ingestRequests.labels('accepted', '');
-const ingestRefused: Record<IngestRefusal, CounterChild> = bound(INGEST_REFUSALS, (r) => {
+const ingestAccepted = new PendingCount(ingestRequests.labels('accepted', ''));
+const ingestRefused: Record<IngestRefusal, PendingCount> = bound(INGEST_REFUSALS, (r) => {
   ingestRequests.inc({ outcome: 'refused', reason: r }, 0);
-  return ingestRequests.labels('refused', r);
+  return new PendingCount(ingestRequests.labels('refused', r));
 });
-const produceTimers = new Map<string, HistogramChild>();
+const produceTimers = new Map<string, HistogramSeries>();
 const sinkCounters = new Map<string, CounterChild>();
 
 /** One delivery task handled; `seconds` is the attempt's duration when one was made. */
 export function recordDelivery(outcome: DeliveryOutcomeLabel, seconds?: number): void {
-  deliveryCounters[outcome].inc();
+  deliveryCounters[outcome].n++;
   if (seconds !== undefined) deliveryTimers[outcome]?.observe(seconds);
 }
 
 export function recordIngestAccepted(): void {
-  ingestAccepted.inc();
+  ingestAccepted.n++;
 }
 
 export function recordIngestRefused(reason: IngestRefusal): void {
-  ingestRefused[reason].inc();
+  ingestRefused[reason].n++;
 }
 
 /** One Kafka request's duration, for each topic it carried (topics are few and fixed per deployment). */
 export function recordProduce(topics: Iterable<string>, seconds: number): void {
   for (const topic of topics) {
     let timer = produceTimers.get(topic);
-    if (!timer) produceTimers.set(topic, (timer = produceDuration.labels(topic)));
+    if (!timer) produceTimers.set(topic, (timer = produceDuration.series(topic)));
     timer.observe(seconds);
   }
 }

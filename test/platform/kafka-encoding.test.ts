@@ -33,8 +33,35 @@ describe('kafkajs record encoding (patched)', () => {
     }
   });
 
+  it('decodes record headers into the object kafkajs 2.2.4 made, repeated and odd names included', () => {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const encodeRecord = require('kafkajs/src/protocol/recordBatch/record/v0') as (r: object) => { buffer: Buffer };
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const decodeRecord = require('kafkajs/src/protocol/recordBatch/record/v0/decoder') as (d: unknown, ctx: object) => { headers: Record<string, unknown> };
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const Decoder = require('kafkajs/src/protocol/decoder') as new (b: Buffer) => { readVarInt(): number };
+    /** kafkajs 2.2.4's own fold of the header pairs, spreading the object again for each. */
+    const reference = (pairs: [string, Buffer][]) =>
+      pairs.reduce<Record<string, unknown>>((obj, [key, value]) => ({ ...obj, [key]: obj[key] === undefined ? value : Array.isArray(obj[key]) ? (obj[key] as Buffer[]).concat([value]) : [obj[key], value] }), {});
+    const cases: Record<string, string | string[]>[] = [
+      {},
+      { traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01', 'hookline-config-version': '12', 'hookline-chained': 'filter' },
+      { 'x-many': ['a', 'b', 'c'], 'x-empty': '' },
+      { toString: 'v', constructor: ['p', 'q'] },
+      JSON.parse('{"__proto__": "x", "a": "1"}') as Record<string, string>,
+    ];
+    const own = (o: object) => [Object.getPrototypeOf(o) === Object.prototype, Object.getOwnPropertyNames(o).map((k) => [k, (o as Record<string, unknown>)[k]])];
+    for (const headers of cases) {
+      const bytes = encodeRecord({ offsetDelta: 1, timestampDelta: 5, key: Buffer.from('k'), value: Buffer.from('v'), headers }).buffer;
+      const decoder = new Decoder(bytes);
+      decoder.readVarInt(); // the record's length
+      const pairs = Object.keys(headers).flatMap((k) => [headers[k]!].flat().map((v): [string, Buffer] => [k, Buffer.from(v)]));
+      expect(own(decodeRecord(decoder, { firstOffset: '0', firstTimestamp: '0' }).headers)).toEqual(own(reference(pairs)));
+    }
+  });
+
   // the broker checks every batch's CRC on produce (a wrong one is refused as corrupt), and the
-  // consumer decodes the records with kafkajs's unpatched decoder
+  // consumer reads the records back with the patched decoder
   it('produces batches the broker accepts and that read back exactly as sent', async () => {
     const kafka = createKafka(process.env.KAFKA_BROKERS!.split(','), 'encoding-test');
     const topic = `encoding-${uniqueSuffix()}`;
@@ -46,7 +73,7 @@ describe('kafkajs record encoding (patched)', () => {
       i,
       key: i % 9 === 0 ? null : i % 2 ? `key-${i}` : randomBytes(1 + (i % 40)),
       value: i % 13 === 0 ? null : randomBytes([0, 1, 127, 128, 1_000, 16_383, 16_384, 70_000][i % 8]!),
-      headers: i % 3 === 0 ? { 'x-i': String(i), 'x-many': ['a', 'b'] } : { 'x-i': String(i) },
+      headers: i % 3 === 0 ? { 'x-i': String(i), 'x-many': ['a', 'b'], 'x-more': ['c', 'd', 'e'], 'x-empty': '' } : { 'x-i': String(i) },
       // up to 100 days before now: deltas within a batch beyond 32 bits, small ones, and none at all
       // (the broker refuses timestamps more than an hour ahead)
       timestamp: i % 4 === 0 ? undefined : String(base - (i % 5) * 25 * 86_400_000 - i),

@@ -36,6 +36,21 @@ describe('log line fields', () => {
     log.info('delivered', { delivery_id: 'dlv_1', attempt: 2, ok: true, none: null });
     expect(JSON.parse(lines[0]!)).toEqual({ ts: expect.any(String), level: 'info', msg: 'delivered', stage: 'deliver', delivery_id: 'dlv_1', attempt: 2, ok: true, none: null });
   });
+
+  it('stamps each line with the time it is written, in ISO 8601 UTC to the millisecond, across seconds', () => {
+    const { log, lines } = capture();
+    const times = ['2026-11-26T09:59:59.998Z', '2026-11-26T09:59:59.999Z', '2026-11-26T10:00:00.000Z', '2026-11-26T10:00:00.007Z', '2026-11-26T10:00:00.042Z', '2026-11-26T10:00:00.300Z', '2027-01-01T00:00:00.001Z'];
+    jest.useFakeTimers();
+    try {
+      for (const t of times) {
+        jest.setSystemTime(new Date(t));
+        log.info('tick');
+      }
+    } finally {
+      jest.useRealTimers();
+    }
+    expect(lines.map((l) => (JSON.parse(l) as { ts: string }).ts)).toEqual(times);
+  });
 });
 
 describe('log lines', () => {
