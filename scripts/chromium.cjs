@@ -8,16 +8,19 @@ const path = require('node:path');
 const CHROMIUM = '/usr/bin/chromium';
 const INSTALL = 'apt-get update && apt-get install -y chromium';
 
-/** Whether an executable of this name is on the PATH. */
+/** The executable of this name on the PATH, or undefined. */
 function onPath(name, env = process.env) {
-  return (env.PATH || '').split(path.delimiter).some((dir) => {
+  for (const dir of (env.PATH || '').split(path.delimiter)) {
+    if (!dir) continue;
+    const file = path.join(dir, name);
     try {
-      accessSync(path.join(dir, name), constants.X_OK);
-      return true;
+      accessSync(file, constants.X_OK);
+      return file;
     } catch {
-      return false;
+      // not in this one
     }
-  });
+  }
+  return undefined;
 }
 
 /** What to do: nothing when the browser is there; install it on Linux as root with apt-get; else explain. */
@@ -28,7 +31,7 @@ function chromiumStep({ platform, uid, hasChromium, hasAptGet }) {
 }
 
 function ensureChromium() {
-  const step = chromiumStep({ platform: process.platform, uid: process.getuid ? process.getuid() : -1, hasChromium: existsSync(CHROMIUM), hasAptGet: onPath('apt-get') });
+  const step = chromiumStep({ platform: process.platform, uid: process.getuid ? process.getuid() : -1, hasChromium: existsSync(CHROMIUM), hasAptGet: onPath('apt-get') !== undefined });
   if (step.action === 'explain') process.stderr.write(`${step.line}\n`);
   if (step.action !== 'install') return;
   process.stderr.write(`installing chromium for the dashboard's browser test (${step.command})...\n`);
@@ -40,4 +43,4 @@ function ensureChromium() {
   }
 }
 
-module.exports = { CHROMIUM, chromiumStep, ensureChromium };
+module.exports = { CHROMIUM, chromiumStep, ensureChromium, onPath };

@@ -4,8 +4,9 @@
 // the package would start a Prometheus server on a machine with systemd. Else one line says how to get it.
 'use strict';
 const { execFileSync } = require('node:child_process');
-const { accessSync, constants, existsSync, mkdirSync, mkdtempSync, renameSync, rmSync } = require('node:fs');
+const { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync } = require('node:fs');
 const path = require('node:path');
+const { onPath } = require('./chromium.cjs');
 
 const root = path.resolve(__dirname, '..');
 const CACHE = path.join(root, '.cache', 'promtool');
@@ -16,21 +17,6 @@ const HOWTO =
   "on Debian `node scripts/promtool.cjs` (which `npm test` runs) takes it out of the prometheus package from `apt-get download` " +
   "(run `apt-get update` as root first if apt does not know prometheus; never `apt-get install prometheus`, which starts a server), " +
   'elsewhere get it from https://prometheus.io/download/';
-
-/** The executable of this name on the PATH, or undefined. */
-function onPath(name, env = process.env) {
-  for (const dir of (env.PATH || '').split(path.delimiter)) {
-    if (!dir) continue;
-    const file = path.join(dir, name);
-    try {
-      accessSync(file, constants.X_OK);
-      return file;
-    } catch {
-      // not in this one
-    }
-  }
-  return undefined;
-}
 
 /** The promtool to run: the one on the PATH, else the one unpacked into the cache, else undefined. */
 function promtoolPath(env = process.env) {
