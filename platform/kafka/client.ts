@@ -1,18 +1,19 @@
 import { Kafka, logLevel, type Admin, type ITopicConfig, type Producer, type ProducerConfig } from 'kafkajs';
 import type { Logger } from '../../core/log';
 import { kafkaLogCreator } from './log-filter';
+import { countRequests } from './request-counts';
 
-/** A client; its WARN and ERROR lines go through `log` when given, else to stderr as JSON. */
+/** A client whose requests are counted in the metrics; its WARN and ERROR lines go through `log` when given, else to stderr as JSON. */
 export function createKafka(brokers: string[], clientId: string, options: { quiet?: boolean; log?: Logger } = {}): Kafka {
   process.env.KAFKAJS_NO_PARTITIONER_WARNING = '1';
-  return new Kafka({
+  return countRequests(new Kafka({
     clientId,
     brokers,
     logLevel: options.quiet ? logLevel.NOTHING : logLevel.WARN,
     logCreator: kafkaLogCreator({ log: options.log }),
     retry: { initialRetryTime: 100, retries: 8 },
     connectionTimeout: 3000,
-  });
+  }));
 }
 
 /**

@@ -79,6 +79,16 @@ const produceDuration = new HotHistogram(
   registry,
 );
 
+const kafkaRequests = new Counter({
+  name: 'hookline_kafka_requests_total',
+  help: 'Kafka requests this process sent that the broker answered, by the Kafka API (Produce, Fetch, OffsetCommit, Heartbeat, Metadata, ...) and the client that sent it (producer, consumer, admin).',
+  labelNames: ['api', 'client'] as const,
+  registers: [registry],
+  collect: () => {
+    for (const count of requestCounters.values()) count.flush();
+  },
+});
+
 const sinkRows = new Counter({
   name: 'hookline_sink_rows_total',
   help: 'Rows the sink inserted into ClickHouse (and committed the offsets of), per table.',
@@ -126,6 +136,8 @@ const ingestRefused: Record<IngestRefusal, PendingCount> = bound(INGEST_REFUSALS
   return new PendingCount(ingestRequests.labels('refused', r));
 });
 const produceTimers = new Map<string, HistogramSeries>();
+// keyed by client and API name: a few dozen Kafka APIs, three clients
+const requestCounters = new Map<string, PendingCount>();
 const sinkCounters = new Map<string, CounterChild>();
 
 /** One delivery task handled; `seconds` is the attempt's duration when one was made. */
@@ -150,6 +162,19 @@ export function recordProduce(topics: Iterable<string>, seconds: number): void {
     timer.observe(seconds);
   }
 }
+
+/** One Kafka request answered. `api` is the protocol's API name (kafkajs's `apiName`). */
+export function recordKafkaRequest(client: KafkaClientKind, api: string): void {
+  const key = client + api;
+  let count = requestCounters.get(key);
+  if (!count) {
+    kafkaRequests.inc({ api, client }, 0);
+    requestCounters.set(key, (count = new PendingCount(kafkaRequests.labels(api, client))));
+  }
+  count.n++;
+}
+
+export type KafkaClientKind = 'producer' | 'consumer' | 'admin';
 
 /** One sink flush done: its rows per table and its duration. */
 export function recordSinkFlush(rows: Iterable<[table: string, count: number]>, seconds: number): void {
