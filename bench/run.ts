@@ -24,6 +24,7 @@ import { topology } from '../service/topology';
 import { createKafka, ensureTopics, fetchTopicOffsets } from '../platform/kafka/client';
 import { closedLoop, epochMs, paced, pool, post, taggedBody } from './lib/load';
 import { rawLoop } from './raw-kafkajs';
+import { kafkaRequests, requestsPerEvent, requestsText, type RequestsPerEvent } from './lib/kafka-requests';
 import { cpuBetween, cpuSnapshot, killAllChildren, REPO_ROOT, rssBytes, spawnScript, tail, type Child } from './lib/procs';
 import { chart, markdown, met, type Entry, type Results } from './lib/report';
 import { createFlows, ReceiverClient, RUN_KEK, startInstance, type Flow, type Infra, type ServiceInstance } from './lib/service';
@@ -428,6 +429,7 @@ async function scenarioEndToEnd(ctx: Ctx): Promise<void> {
     const lagOf = lagTracker(ctx.admin, groupPrefix);
     const recordsPerEvent: number[] = [];
     const recordsByTopic: Record<string, number>[] = [];
+    const requests: RequestsPerEvent[] = [];
     // what the run costs with no traffic: consumers polling, the broker answering them
     const idle0 = cpuSnapshot(groupsOf(ctx, { service: svc.proc.pid }));
     const idleT = performance.now();
@@ -445,6 +447,7 @@ async function scenarioEndToEnd(ctx: Ctx): Promise<void> {
       const measureMs = S.seconds * 1000;
       const window = (async () => {
         await sleep(warmupMs);
+        const req0 = await kafkaRequests(svc.url);
         const c0 = (await ctx.rec.stats()).distinct;
         const cpu0 = cpuSnapshot(groupsOf(ctx, { service: svc.proc.pid }));
         const t0 = performance.now();
@@ -457,7 +460,8 @@ async function scenarioEndToEnd(ctx: Ctx): Promise<void> {
         const c1 = (await ctx.rec.stats()).distinct;
         const cpu1 = cpuSnapshot(groupsOf(ctx, { service: svc.proc.pid }));
         const ms = performance.now() - t0;
-        return { events: c1 - c0, ms, cpu: cpuBetween(cpu0, cpu1), samples };
+        const req1 = await kafkaRequests(svc.url);
+        return { events: c1 - c0, ms, cpu: cpuBetween(cpu0, cpu1), samples, requests: requestsPerEvent(req0, req1, c1 - c0) };
       })();
       const load = await closedLoop({ pool: hookPool, paths, concurrency: S.concurrency, warmupMs, measureMs, body: (s) => taggedBody(run, s, epochMs()), expect: 202, gate: (issued) => issued - delivered.value() < S.e2eWindow, onAccepted: () => accepted++ });
       const w = await window;
@@ -481,10 +485,11 @@ async function scenarioEndToEnd(ctx: Ctx): Promise<void> {
       cpuPerEvent.push(w.cpu.totalUs / w.events);
       parts.push(Object.fromEntries(Object.entries(w.cpu.byPart).map(([k, us]) => [k, round(us / w.events, 0)])));
       lags.push(lagVerdict(w.samples));
+      requests.push(w.requests);
       const pass = await passThroughRep(ctx, passIn, passOut, S.passMessages);
       passRates.push(pass.perS);
       passCpu.push(pass.cpuUsPerMsg);
-      say(`end-to-end rep ${rep + 1}/${S.reps}: ${Math.round(rate)} delivered/s (x${HOPS} hops = ${Math.round(rate * HOPS)}), lag flat: ${lags[rep]!.flat}, ${Math.round(cpuPerEvent[rep]!)} CPU us/event, ${load.errors} refused; raw pass-through ${Math.round(pass.perS)}/s, ${Math.round(pass.cpuUsPerMsg)} CPU us/msg`);
+      say(`end-to-end rep ${rep + 1}/${S.reps}: ${Math.round(rate)} delivered/s (x${HOPS} hops = ${Math.round(rate * HOPS)}), lag flat: ${lags[rep]!.flat}, ${Math.round(cpuPerEvent[rep]!)} CPU us/event, ${w.requests.total} Kafka requests/event, ${load.errors} refused; raw pass-through ${Math.round(pass.perS)}/s, ${Math.round(pass.cpuUsPerMsg)} CPU us/msg`);
     }
     const v = overReps(rates, 0);
     const b = overReps(passRates, 0);
@@ -565,8 +570,44 @@ async function scenarioEndToEnd(ctx: Ctx): Promise<void> {
       notes: `One paced (open-loop) run of ${S.latencyS} s after ${warmMs / 1000} s of warm-up; latency from the time each webhook was due to be sent until the receiver got it, so a stall counts in full. p50 ${round(quantile(lat, 0.5))} ms, p99 ${round(e2eP99)} ms over ${lat.length} events (${got} of ${sent.ok} accepted delivered${sent.errors ? `, ${sent.errors} refused` : ''}); here spread is {p50, max}, not min/max over repetitions. Beside it the raw pass-through at the same rate, produced through the Hook URL's batching (BatchingProducer, acks=all), one consume -> produce, consumed back: p50 ${round(quantile(raw, 0.5))} ms, p99 ${round(rawP99)} ms over ${raw.length} records. Target (this suite's own): ratio = ${HOPS} x raw p99 / end-to-end p99 >= 0.5.`,
       details: { rate_per_s: rate, end_to_end_ms: summary(lat), raw_pass_through_ms: summary(raw) },
     });
+
+    // broker requests per delivered event at two steady rates, beside the closed loop's (saturation)
+    const atRates: { rate: number; requests: RequestsPerEvent; cpuUsPerEvent: number; cpuByPart: Record<string, number>; delivered: number }[] = [];
+    for (const steady of REQUEST_RATES) {
+      const tag = runTag();
+      await ctx.rec.reset(tag);
+      const req0 = await kafkaRequests(svc.url);
+      const cpu0 = cpuSnapshot(groupsOf(ctx, { service: svc.proc.pid }));
+      const sentAt = await paced({ rate: steady, durationMs: S.seconds * 1000, send: (s, due) => post(hookPool, paths[s % paths.length]!, taggedBody(tag, s, due), 202).then((r) => r.ok) });
+      const delivered = await ctx.rec.waitFor(sentAt.ok, 120_000);
+      const cpu1 = cpuSnapshot(groupsOf(ctx, { service: svc.proc.pid }));
+      const req1 = await kafkaRequests(svc.url);
+      if (delivered < sentAt.ok) throw new Error(`${sentAt.ok - delivered} of ${sentAt.ok} webhooks accepted at ${steady}/s were not delivered within 120 s`);
+      const cpu = cpuBetween(cpu0, cpu1);
+      atRates.push({ rate: steady, requests: requestsPerEvent(req0, req1, delivered), cpuUsPerEvent: round(cpu.totalUs / delivered, 0), cpuByPart: Object.fromEntries(Object.entries(cpu.byPart).map(([k, us]) => [k, round(us / delivered, 0)])), delivered });
+      say(`at ${steady}/s: ${requestsText(atRates.at(-1)!.requests)} Kafka requests per delivered event, ${atRates.at(-1)!.cpuUsPerEvent} CPU us/event`);
+    }
+    const totals = requests.map((r) => r.total);
+    const rq = overReps(totals, 3);
+    const medianRep = requests[totals.indexOf([...totals].sort((a, b) => a - b)[Math.floor((totals.length - 1) / 2)]!)]!;
+    entry({
+      name: 'broker_requests',
+      metric: 'Kafka requests per delivered event at saturation, every client of the service process',
+      unit: 'requests/event',
+      ...rq,
+      repetitions: S.reps,
+      baseline: { name: 'one request per delivered event', value: 1, spread: { min: 1, max: 1 }, unit: 'requests/event' },
+      ratio: round(1 / rq.value),
+      target: 1,
+      better: 'higher',
+      notes: `Requests the service process's Kafka clients had answered (hookline_kafka_requests_total, counted in the client, read from /metrics) over each counted window of the end-to-end closed loop, divided by the events delivered in it. Median repetition: ${requestsText(medianRep)}; per API: ${Object.entries(medianRep.by_api).sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${v}`).join(', ')}; CPU ${round(median(cpuPerEvent), 0)} us/event. At steady rates (paced ${S.seconds} s, then until every accepted webhook was delivered; counted from the first send to the last delivery): ${atRates.map((a) => `${a.rate}/s: ${requestsText(a.requests)}, ${a.cpuUsPerEvent} CPU us/event (service ${a.cpuByPart.service ?? '?'}, broker ${a.cpuByPart['broker JVM'] ?? '?'})`).join('; ')}. The broker's cost follows its request count more than its record count: consumers idle-polling (fetches with a 500 ms wait), heartbeats and commits are a fixed cost per second that a low rate shares among few events. Target (this suite's own): at most 1 request per delivered event at saturation (ratio = 1 / value >= 1).`,
+      details: { per_rep: requests, at_rates: atRates },
+    });
   }
 }
+
+/** Steady rates (webhooks/s) at which broker requests per delivered event are counted, beside saturation. */
+const REQUEST_RATES = [200, 1_000];
 
 /** One pass-through hop at `rate` records/s: produce (batched as the Hook URL does) -> pass-through process -> consume. */
 async function rawLatency(ctx: Ctx, from: string, to: string, rate: number, durationMs: number, warmMs: number): Promise<number[]> {
