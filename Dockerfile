@@ -1,11 +1,13 @@
 # The service image used by docker-compose.yml. Dependencies come from its variables, so
 # nothing inside starts Kafka, Redis or the registry (no Java, Maven or redis-server needed).
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
 WORKDIR /app
 COPY package.json package-lock.json ./
 # patches/ are applied to node_modules by the postinstall script
 COPY patches ./patches
-RUN npm ci --no-audit --no-fund && touch node_modules/.install-stamp
+# `npm install` rather than `npm ci`: it installs the locked versions too, and the npm of Node 24
+# (npm 11) refuses `ci` on this lock file, which leaves out other platforms' chdb libraries
+RUN npm install --no-audit --no-fund && touch node_modules/.install-stamp
 COPY . .
 ENV HOST=0.0.0.0 PORT=8080 DATA_DIR=/data
 EXPOSE 8080
