@@ -9,6 +9,8 @@ COPY patches ./patches
 # (npm 11) refuses `ci` on this lock file, which leaves out other platforms' chdb libraries
 RUN npm install --no-audit --no-fund && touch node_modules/.install-stamp
 COPY . .
+# the service runs compiled: dist/ beside the sources, whose schemas, migrations and dashboard it reads
+RUN node scripts/build.cjs
 ENV HOST=0.0.0.0 PORT=8080 DATA_DIR=/data
 EXPOSE 8080
-CMD ["node_modules/.bin/tsx", "--max-semi-space-size=64", "service/main.ts"]
+CMD ["node", "--max-semi-space-size=64", "dist/service/main.js"]

@@ -1,9 +1,10 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { RequestHandler } from 'express';
+import { REPO_ROOT } from '../core/paths';
 
 /** Where the dashboard's files are: plain HTML, CSS and ES modules, served as they are. */
-export const UI_DIR = path.join(__dirname, '..', 'ui');
+export const UI_DIR = path.join(REPO_ROOT, 'ui');
 
 /**
  * Everything the page loads comes from this origin, and nothing else runs: no inline script or

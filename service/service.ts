@@ -12,6 +12,7 @@ import { writeProblem } from '../api/problem';
 import type { Config, StageName } from '../core/config';
 import { Logger, errorMessage, logOutput } from '../core/log';
 import { newId } from '../core/ids';
+import { REPO_ROOT } from '../core/paths';
 import { SCOPES } from '../core/scopes';
 import { evidenceWriterIdOf, groupPrefixOf, topicNames, type Topics } from '../core/topics';
 import { startLocalInfrastructure, writeRunFile, removeRunFile, type LocalInfrastructure } from '../infra/local';
@@ -81,7 +82,7 @@ export interface RunningService {
 }
 
 export function buildInfo(): BuildInfo {
-  const pkg = JSON.parse(readFileSync(path.resolve(__dirname, '../package.json'), 'utf8')) as { name: string; version: string };
+  const pkg = JSON.parse(readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8')) as { name: string; version: string };
   return {
     name: pkg.name,
     version: pkg.version,

@@ -2,13 +2,15 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { freePort } from '../infra/process/ports';
-import { envWithoutInfra, isAlive, runScript, spawnScript, type Spawned } from './support/process';
+import { envWithoutInfra, isAlive, runScript, spawnBuilt, type Spawned } from './support/process';
 import { randomKek } from './support/keyring';
 
 /**
- * `npm start` as a user runs it: no infrastructure variables, an empty data dir. It must bring
- * up its own Kafka and Redis, reach health 200, print the demo key once, find its
- * infrastructure from the CLI, keep state across a restart, and leave no process behind.
+ * `npm start` as a user runs it: the compiled service (`node dist/service/main.js --dev`), which
+ * reads its schemas, migrations, dashboard and helper scripts from the sources' folders; no
+ * infrastructure variables, an empty data dir. It must bring up its own Kafka and Redis, reach
+ * health 200, print the demo key once, find its infrastructure from the CLI, keep state across a
+ * restart, and leave no process behind.
  */
 describe('npm start on an empty data dir', () => {
   const dataDir = mkdtempSync(path.join(process.env.HOOKLINE_TEST_DIR ?? tmpdir(), 'start-'));
@@ -82,7 +84,7 @@ describe('npm start on an empty data dir', () => {
     const env = envWithoutInfra({ DATA_DIR: dataDir, PORT: String(port), LOG_LEVEL: 'warn', SECRETS_KEK: randomKek() });
     const url = `http://127.0.0.1:${port}`;
 
-    service = spawnScript('service/main.ts', ['--dev'], env);
+    service = spawnBuilt('service/main.ts', ['--dev'], env);
     const first = await waitForHealth(url, 170_000);
     const [, demoKey] = await service.waitForOutput(/^\s+(hlk_\S+)$/m);
     // development mode says what it relaxed, before anything else
@@ -102,7 +104,7 @@ describe('npm start on an empty data dir', () => {
 
     await stopAndCheckNothingLeft(service);
 
-    service = spawnScript('service/main.ts', ['--dev'], env);
+    service = spawnBuilt('service/main.ts', ['--dev'], env);
     const second = await waitForHealth(url, 60_000);
     process.stderr.write(`npm start, second run: health 200 after ${second.ms} ms\n`);
     // tenants and keys survived; no second demo key was printed

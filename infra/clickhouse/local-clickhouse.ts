@@ -1,5 +1,6 @@
 import { mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { entryPointArgs } from '../../core/paths';
 import { spawnTethered } from '../process/child';
 import { freePort, waitFor } from '../process/ports';
 
@@ -19,7 +20,6 @@ export interface LocalClickHouseOptions {
   password?: string;
 }
 
-const SERVER_MAIN = path.join(__dirname, 'server-main.ts');
 const START_TIMEOUT_MS = 30_000;
 
 /**
@@ -31,8 +31,7 @@ export async function startLocalClickHouse(dataDir: string, options: LocalClickH
   mkdirSync(dataDir, { recursive: true });
   const port = options.port ?? (await freePort());
   const logFile = path.join(dataDir, 'server.log');
-  // node with tsx's require hook: one process, and it starts faster than the tsx wrapper
-  const child = spawnTethered('clickhouse', process.execPath, ['--require', require.resolve('tsx/cjs'), SERVER_MAIN, '--data-dir', path.join(dataDir, 'data'), '--port', String(port)], {
+  const child = spawnTethered('clickhouse', process.execPath, [...entryPointArgs('infra/clickhouse/server-main.ts'), '--data-dir', path.join(dataDir, 'data'), '--port', String(port)], {
     logFile,
     // the password goes by environment, not argv, which any local user can read
     env: { ...process.env, CLICKHOUSE_SERVER_USER: options.user ?? 'default', CLICKHOUSE_SERVER_PASSWORD: options.password ?? '' },

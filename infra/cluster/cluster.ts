@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { servesHttp, stagesFromArgs, type StageName } from '../../core/config';
+import { entryPointArgs, REPO_ROOT } from '../../core/paths';
 import { topicNames } from '../../core/topics';
 import { createKafka } from '../../platform/kafka/client';
 import { startLocalClickHouse } from '../clickhouse/local-clickhouse';
@@ -10,8 +11,6 @@ import { freePort, waitFor } from '../process/ports';
 import { startLocalRedis } from '../redis/local-redis';
 import { startSchemaRegistry, type SchemaRegistryServer } from '../registry/server';
 
-const REPO_ROOT = path.resolve(__dirname, '../..');
-const TSX = path.join(REPO_ROOT, 'node_modules', '.bin', 'tsx');
 
 /** One service process of the cluster: a name and the arguments of `service/main.ts`. */
 export interface ProcessPlan {
@@ -139,7 +138,7 @@ function serviceInstance(plan: ProcessPlan, port: number, http: boolean, env: No
       if (running) throw new Error(`${plan.name} is running`);
       mkdirSync(dir, { recursive: true });
       running = true;
-      child = spawnTethered(plan.name, TSX, ['--max-semi-space-size=64', 'service/main.ts', ...plan.args], {
+      child = spawnTethered(plan.name, process.execPath, ['--max-semi-space-size=64', ...entryPointArgs('service/main.ts'), ...plan.args], {
         logFile,
         cwd: REPO_ROOT,
         env: { ...env, DATA_DIR: dir, PORT: String(port), HOST: '127.0.0.1', ...(http ? { PUBLIC_BASE_URL: url } : {}) },

@@ -3,13 +3,13 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { REPO_ROOT, sourceDir } from '../../core/paths';
 import { createKafka } from '../../platform/kafka/client';
 import { spawnTethered, type ChildHandle } from '../process/child';
 import { freePort, waitFor } from '../process/ports';
 import { requireJava, requireMaven } from '../prerequisites';
 
-const REPO_ROOT = path.resolve(__dirname, '../..');
-const POM = path.join(__dirname, 'pom.xml');
+const POM = path.join(sourceDir(__dirname), 'pom.xml');
 
 export interface LocalKafka {
   brokers: string[];

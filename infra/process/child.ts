@@ -1,8 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { openSync, closeSync } from 'node:fs';
 import path from 'node:path';
+import { sourceDir } from '../../core/paths';
 
-const TETHER = path.join(__dirname, 'tether.sh');
+const TETHER = path.join(sourceDir(__dirname), 'tether.sh');
 
 /** A long-running helper process (broker, redis-server) that cannot outlive this process. */
 export interface ChildHandle {

@@ -2,9 +2,10 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry';
 import { Type, type Resolver } from 'avsc';
+import { REPO_ROOT } from '../../core/paths';
 import { SCHEMA_FILES, type RecordName, type RecordTypes } from './records';
 
-export const SCHEMA_DIR = path.resolve(__dirname, '../../schemas');
+export const SCHEMA_DIR = path.join(REPO_ROOT, 'schemas');
 
 export function readSchema(name: RecordName): string {
   return readFileSync(path.join(SCHEMA_DIR, SCHEMA_FILES[name]), 'utf8');

@@ -1,8 +1,9 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { ClickHouseClient } from '@clickhouse/client';
+import { sourceDir } from '../../core/paths';
 
-const MIGRATIONS_DIR = path.join(__dirname, 'migrations');
+const MIGRATIONS_DIR = path.join(sourceDir(__dirname), 'migrations');
 
 /** Statements of one migration file, with `{database}` filled in. Comments are dropped. */
 function statements(file: string, database: string): string[] {

@@ -1,5 +1,6 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
+import { BUILD_DIR } from '../../core/paths';
 
 export const REPO_ROOT = path.resolve(__dirname, '../..');
 export const TSX = path.join(REPO_ROOT, 'node_modules', '.bin', 'tsx');
@@ -59,6 +60,18 @@ export function captureOutput(child: ChildProcess): CapturedOutput {
 
 export function spawnScript(script: string, args: string[], env: NodeJS.ProcessEnv): Spawned {
   const child = spawn(TSX, [script, ...args], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return { child, exited, ...captureOutput(child) };
+}
+
+/**
+ * Runs a script of the compiled tree, as `npm start` and the image do (`node dist/<script>.js`
+ * with the start script's V8 flag), building it first when the sources changed since.
+ */
+export function spawnBuilt(script: string, args: string[], env: NodeJS.ProcessEnv): Spawned {
+  execFileSync(process.execPath, [path.join(REPO_ROOT, 'scripts', 'build.cjs')], { cwd: REPO_ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
+  const compiled = path.join(REPO_ROOT, BUILD_DIR, script.replace(/\.ts$/, '.js'));
+  const child = spawn(process.execPath, ['--max-semi-space-size=64', compiled, ...args], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   return { child, exited, ...captureOutput(child) };
 }

@@ -130,6 +130,13 @@ describe('docker-compose.yml', () => {
     expect([...run].sort()).toEqual([...ROLES].sort());
   });
 
+  it("runs every role as the image's own command does: the compiled service, with the image's flags", () => {
+    const dockerfile = readFileSync(path.resolve(__dirname, '../../Dockerfile'), 'utf8');
+    const cmd = JSON.parse(/^CMD (\[.*\])$/m.exec(dockerfile)?.[1] ?? '[]') as string[];
+    expect(cmd).toEqual(['node', '--max-semi-space-size=64', 'dist/service/main.js']);
+    for (const name of roles) expect({ name, command: commandOf(name).slice(0, cmd.length) }).toEqual({ name, command: cmd });
+  });
+
   it('gives the roles only documented settings, all three brokers and the keys they must share', () => {
     const known = new Set([...SETTINGS.map((s) => s.env), ...EXTRA_SERVICE_VARIABLES]);
     for (const name of roles) {

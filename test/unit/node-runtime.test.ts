@@ -1,9 +1,11 @@
 /**
- * The Node the service runs on: scripts/node-runtime.cjs, which Node the npm scripts get on a
- * machine whose own is older.
+ * The Node the service runs on: scripts/node-runtime.cjs (which Node the npm scripts get on a
+ * machine whose own is older), and where the compiled tree finds the files it reads from the
+ * sources.
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { BUILD_DIR, REPO_ROOT, RUNS_COMPILED, sourceDir } from '../../core/paths';
 
 interface NodeState {
   machineVersion: string;
@@ -19,6 +21,8 @@ const runtime = require('../../scripts/node-runtime.cjs') as {
   pinnedVersion: () => string;
   requiredMajor: () => number;
 };
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const build = require('../../scripts/build.cjs') as { OUT: string };
 
 describe('the Node of the npm scripts', () => {
   const old = { machineVersion: 'v20.20.2', requiredMajor: 24, pinned: '24.21.0' };
@@ -51,5 +55,15 @@ describe('the Node of the npm scripts', () => {
     expect(readFileSync(path.join(__dirname, '../../Dockerfile'), 'utf8')).toMatch(new RegExp(`^FROM node:${required}-`, 'm'));
     // the tests themselves run on it
     expect(Number(process.versions.node.split('.')[0])).toBeGreaterThanOrEqual(required);
+  });
+});
+
+describe('the compiled tree', () => {
+  it('is the build output, and maps back to the sources', () => {
+    expect(RUNS_COMPILED).toBe(false);
+    expect(build.OUT).toBe(path.join(REPO_ROOT, BUILD_DIR));
+    expect(sourceDir(path.join(REPO_ROOT, BUILD_DIR, 'platform', 'clickhouse'))).toBe(path.join(REPO_ROOT, 'platform', 'clickhouse'));
+    expect(sourceDir(path.join(REPO_ROOT, 'platform', 'clickhouse'))).toBe(path.join(REPO_ROOT, 'platform', 'clickhouse'));
+    expect(sourceDir(path.join(REPO_ROOT, BUILD_DIR))).toBe(REPO_ROOT);
   });
 });
