@@ -1,3 +1,5 @@
+// first: on an unsupported Node, one line and nothing else loaded
+import './supported-node';
 import { ConfigError, loadConfig, stagesFromArgs, STAGE_NAMES, type Config } from '../core/config';
 import { Logger, errorMessage, logOutput, writeStdoutLine } from '../core/log';
 import { MissingPrerequisite } from '../infra/prerequisites';

@@ -6,16 +6,28 @@ import { BUILD_DIR } from '../core/paths';
 import { REPO_ROOT } from './support/process';
 
 /**
- * The compiled tree (scripts/build.cjs) beyond what `npm start` shows (test/start.test.ts): what
- * it spawns runs compiled too. Each step runs in a node process of its own on the built files.
+ * The compiled tree (scripts/build.cjs) beyond what `npm start` shows (test/start.test.ts): the
+ * entry point refuses an older Node before anything else loads, and what it spawns runs compiled
+ * too. Each step runs in a node process of its own on the built files.
  */
 describe('the compiled tree', () => {
   const compiled = (script: string) => path.join(REPO_ROOT, BUILD_DIR, script);
-  const node = (code: string, env: NodeJS.ProcessEnv = process.env) =>
-    execFileSync(process.execPath, ['-e', code], { cwd: REPO_ROOT, env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 60_000 });
+  const node = (code: string) => execFileSync(process.execPath, ['-e', code], { cwd: REPO_ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 60_000 });
 
   beforeAll(() => {
     execFileSync(process.execPath, [path.join(REPO_ROOT, 'scripts', 'build.cjs')], { cwd: REPO_ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
+  });
+
+  it('refuses an older Node in one line, before the service loads', () => {
+    let refusal: { status: number | null; stderr: string; stdout: string } | undefined;
+    try {
+      node(`Object.defineProperty(process, 'version', { value: 'v20.20.2' }); require(${JSON.stringify(compiled('service/main.js'))});`);
+    } catch (err) {
+      refusal = err as { status: number | null; stderr: string; stdout: string };
+    }
+    expect(refusal?.status).toBe(1);
+    expect(refusal?.stdout).toBe('');
+    expect(refusal?.stderr).toMatch(/^hookline needs Node 24 or newer \(engines\.node ">=24"\), this is Node v20\.20\.2: [^\n]+\n$/);
   });
 
   it('starts the local ClickHouse server from its compiled entry point', () => {

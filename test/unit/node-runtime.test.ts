@@ -1,11 +1,12 @@
 /**
  * The Node the service runs on: scripts/node-runtime.cjs (which Node the npm scripts get on a
- * machine whose own is older), and where the compiled tree finds the files it reads from the
- * sources.
+ * machine whose own is older), the service's refusal of an older one, and where the compiled
+ * tree finds the files it reads from the sources.
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { BUILD_DIR, REPO_ROOT, RUNS_COMPILED, sourceDir } from '../../core/paths';
+import { unsupportedNode } from '../../service/supported-node';
 
 interface NodeState {
   machineVersion: string;
@@ -55,6 +56,19 @@ describe('the Node of the npm scripts', () => {
     expect(readFileSync(path.join(__dirname, '../../Dockerfile'), 'utf8')).toMatch(new RegExp(`^FROM node:${required}-`, 'm'));
     // the tests themselves run on it
     expect(Number(process.versions.node.split('.')[0])).toBeGreaterThanOrEqual(required);
+  });
+});
+
+describe('the service on an older Node', () => {
+  it.each([
+    ['v20.20.2', '>=24', true],
+    ['v23.11.1', '>=24', true],
+    ['v24.0.0', '>=24', false],
+    ['v26.1.0', '>= 24', false],
+  ])('%s against %s', (version, engines, refused) => {
+    const line = unsupportedNode(version, engines);
+    if (!refused) return expect(line).toBeUndefined();
+    expect(line).toMatch(new RegExp(`^hookline needs Node 24 or newer \\(engines.node "${engines}"\\), this is Node ${version}: [^\\n]+$`));
   });
 });
 
