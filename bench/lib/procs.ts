@@ -6,7 +6,8 @@ import { sleep } from './stats';
 export const REPO_ROOT = path.resolve(__dirname, '../..');
 
 /**
- * A TypeScript entry point run as `node --import tsx <script>` in a process group of its own:
+ * A TypeScript entry point run as `node --import tsx <script>` (the service: compiled, as in
+ * production, `node dist/service/main.js`) in a process group of its own:
  * one node process (no wrapper), so its pid is the one whose CPU and RSS are read, and the
  * whole group can be killed at once. Output goes to a file, never through a pipe the load
  * generator would have to drain.
@@ -44,11 +45,18 @@ process.once('exit', killAllChildren);
  */
 const NODE_FLAGS = (JSON.parse(readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start.split(/\s+/).filter((w) => w.startsWith('--max-semi-space-size'));
 
+/** The compiled service, built first when the sources changed since (scripts/build.cjs). */
+function builtService(): string {
+  execFileSync(process.execPath, [path.join(REPO_ROOT, 'scripts', 'build.cjs')], { cwd: REPO_ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
+  return path.join(REPO_ROOT, 'dist', 'service', 'main.js');
+}
+
 export function spawnScript(name: string, script: string, args: string[], env: NodeJS.ProcessEnv, logFile: string): Child {
   const fd = openSync(logFile, 'a');
   // BENCH_PROFILE_DIR: service processes write a V8 CPU profile there when they exit
   const profile = process.env.BENCH_PROFILE_DIR && script === 'service/main.ts' ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : [];
-  const child = spawn(process.execPath, [...profile, ...NODE_FLAGS, '--import', 'tsx', script, ...args], { cwd: REPO_ROOT, env, stdio: ['ignore', fd, fd], detached: true });
+  const entry = script === 'service/main.ts' ? [builtService()] : ['--import', 'tsx', script];
+  const child = spawn(process.execPath, [...profile, ...NODE_FLAGS, ...entry, ...args], { cwd: REPO_ROOT, env, stdio: ['ignore', fd, fd], detached: true });
   closeSync(fd);
   if (child.pid === undefined) throw new Error(`${name} did not start`);
   const pid = child.pid;
