@@ -192,17 +192,19 @@ const destinationProperties: Json = {
   retry_schedule_ms: nullable(schema('RetrySchedule')),
   auth: nullable(schema('DestinationAuthShown')),
   rate_limit_per_s: nullable(schema('RateLimitPerSecond')),
+  ordered: { type: 'boolean', description: 'Whether deliveries go one at a time, in the order they were routed (see `DestinationOrdered`).' },
   event_types: nullable(schema('EventTypeSubscription')),
   filter: nullable(schema('Filters')),
   previous_secret_expires_at: { anyOf: [schema('Timestamp'), { type: 'null' }], description: 'Until when the signing secret replaced by the last rotation still signs beside the new one; `null` when no rotation kept one.' },
 };
-const destinationRequired = ['id', 'name', 'url', 'status', 'enabled', 'created_at', 'updated_at', 'disabled_reason', 'retry_schedule_ms', 'auth', 'rate_limit_per_s', 'event_types', 'filter', 'previous_secret_expires_at'];
+const destinationRequired = ['id', 'name', 'url', 'status', 'enabled', 'created_at', 'updated_at', 'disabled_reason', 'retry_schedule_ms', 'auth', 'rate_limit_per_s', 'ordered', 'event_types', 'filter', 'previous_secret_expires_at'];
 
 /** Members a destination body may carry beside name, url, schedule and credentials (create, patch, replace). */
 function destinationSettings(): Json {
   return {
     enabled: { type: 'boolean', description: '`false` pauses the destination (`status` `paused`); `true` makes it `active` again, also after the service disabled it on 410 Gone (clearing `disabled_reason`). Sent as the destination shows it, it changes nothing. Default `true`.' },
     rate_limit_per_s: nullable(schema('RateLimitPerSecond')),
+    ordered: schema('DestinationOrdered'),
     event_types: nullable(schema('EventTypeSubscription')),
     filter: { ...nullable(schema('Filters')), description: 'Conditions on the event an event must meet to be delivered here, in the exact form of ingester filters (all rules must pass); `null`: none. Patterns the RE2 engine refuses answer 422.' },
   };
@@ -225,6 +227,10 @@ function destinationChangeSchemas(): Json {
   const memberChange: Json = { type: 'object', required: ['from', 'to'], properties: { from: {}, to: {} }, additionalProperties: false };
   return {
     RateLimitPerSecond: { type: 'integer', minimum: 1, maximum: 10_000, description: 'Most delivery attempts per second to this destination, across all processes; `null`: no limit.' },
+    DestinationOrdered: {
+      type: 'boolean', default: false,
+      description: '`true`: deliveries to this destination are keyed by it (one partition of `deliveries.requested`, read by one deliver process) and go one at a time, in the order they were routed (the order accepted when the ingesters feeding it are `ordered` too). Throughput: one request at a time to the destination, one partition, one process. Applies to deliveries routed after the change. `false` (default): deliveries keyed by event, spread over every partition and process, up to `DELIVERY_PER_DESTINATION` at once. See docs/ordering.md.',
+    },
     EventTypeSubscription: {
       type: 'array', maxItems: 100, uniqueItems: true,
       items: { type: 'string', minLength: 1, maxLength: 200, pattern: '^[A-Za-z0-9._:*-]+$', 'x-pattern-message': 'must be letters, digits and . _ : * -' },
@@ -396,7 +402,7 @@ function ingesterSchemas(): Json {
     type: 'object',
     description: create
       ? 'A new ingester. `config` must satisfy the provider (every provider but `none` needs a signing secret). `destination_ids`, when not empty, creates a delivery flow named "<name> default" to those destinations; `delivery_flows` (as a GET shows them) creates one flow per entry. Members a GET shows that the service sets (`id`, `hook_url`, `created_at`, `updated_at`) are accepted and left as the service sets them; any other member is refused (400).'
-      : 'An update: `name` is required; `provider`, `config` and `filters` replace the stored ones when given and are kept otherwise. A config sent back as it was shown keeps its secrets (a masked value equal to the mask of the stored one stands for the stored one). `destination_ids` replaces the destinations of the ingester\'s first delivery flow (creating one when it has none); `delivery_flows` replaces its flows: an entry with the id of one of them rewrites it, one without makes a new flow, and the flows left out are deleted. Members a GET shows that the service sets (`id`, `hook_url`, `created_at`, `updated_at`) are accepted and left as they are; any other member is refused (400).',
+      : 'An update: `name` is required; `provider`, `config`, `filters` and `ordered` replace the stored ones when given and are kept otherwise. A config sent back as it was shown keeps its secrets (a masked value equal to the mask of the stored one stands for the stored one). `destination_ids` replaces the destinations of the ingester\'s first delivery flow (creating one when it has none); `delivery_flows` replaces its flows: an entry with the id of one of them rewrites it, one without makes a new flow, and the flows left out are deleted. Members a GET shows that the service sets (`id`, `hook_url`, `created_at`, `updated_at`) are accepted and left as they are; any other member is refused (400).',
     required: create ? ['name', 'provider'] : ['name'],
     additionalProperties: false,
     properties: {
@@ -404,6 +410,7 @@ function ingesterSchemas(): Json {
       provider: schema('Provider'),
       config: schema('ProviderConfig'),
       filters: schema('Filters'),
+      ordered: schema('IngesterOrdered'),
       destination_ids: { type: 'array', items: { type: 'string' }, description: 'Destinations of the tenant (each must exist, else 400); duplicates are dropped. With the other flows of the ingester at most `MAX_FANOUT` (default 50) distinct destinations, else 422. Not together with `delivery_flows` (400).' },
       delivery_flows: { type: 'array', items: flowEntry, description: 'The ingester\'s delivery flows, in the shape a GET shows them. At most `MAX_FANOUT` distinct destinations across them, else 422.' },
       ...shownBack(['id', 'hook_url', 'created_at', 'updated_at']),
@@ -446,11 +453,15 @@ function ingesterSchemas(): Json {
       description: 'The provider settings as the API shows them: the value of every member whose name contains secret, token, password or key (any case) is masked as `****` and its last four characters (arrays item by item); other members are shown as stored.',
       patternProperties: { [SECRET_KEY_PATTERN]: { anyOf: [maskedValue, { type: 'array', items: maskedValue }] } },
     },
+    IngesterOrdered: {
+      type: 'boolean', default: false,
+      description: '`true`: the ingester\'s events are keyed by it on `webhooks.received`, `.validated` and `.filtered` (one partition), so validate, filter and route keep the order they were accepted in (the order Kafka acknowledged them: the order of the 2xx answers for webhooks sent one after another), and their deliveries are routed in that order. Throughput: one partition, one validating process. Applies to webhooks accepted after the change. `false` (default): keyed by event, spread over every partition. Delivery in that order also needs the destination `ordered`. See docs/ordering.md.',
+    },
     IngesterCreate: createOrUpdate(true),
     IngesterUpdate: createOrUpdate(false),
     Ingester: {
       type: 'object',
-      required: ['id', 'name', 'provider', 'config', 'hook_url', 'filters', 'delivery_flows', 'created_at', 'updated_at'],
+      required: ['id', 'name', 'provider', 'config', 'hook_url', 'filters', 'ordered', 'delivery_flows', 'created_at', 'updated_at'],
       properties: {
         id: schema('IngesterId'),
         name: { type: 'string' },
@@ -458,6 +469,7 @@ function ingesterSchemas(): Json {
         config: schema('MaskedProviderConfig'),
         hook_url: { type: 'string', format: 'uri', pattern: `/v1/hooks/${ID_PREFIX.ingester}_${ULID}$`, description: 'The Hook URL senders POST webhooks to: `<PUBLIC_BASE_URL>/v1/hooks/{ingester_id}`.' },
         filters: schema('Filters'),
+        ordered: { type: 'boolean', description: 'Whether its events keep the order they were accepted in (see `IngesterOrdered`).' },
         delivery_flows: { type: 'array', items: flowOfIngester, description: 'The delivery flows of this ingester.' },
         created_at: schema('Timestamp'),
         updated_at: schema('Timestamp'),

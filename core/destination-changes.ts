@@ -37,6 +37,7 @@ export function shownMembers(d: Destination) {
     retry_schedule_ms: d.retry_schedule_ms ?? null,
     auth: maskAuth(d.auth),
     rate_limit_per_s: d.rate_limit_per_s ?? null,
+    ordered: d.ordered === true,
     event_types: d.event_types ?? null,
     filter: d.filter ?? null,
     previous_secret_expires_at: d.previous_secret_expires_at ?? null,

@@ -56,6 +56,12 @@ export interface Destination {
   retry_schedule_ms?: number[] | null;
   /** Most delivery attempts per second to this destination, across all processes; null: no limit. */
   rate_limit_per_s?: number | null;
+  /**
+   * Deliveries one at a time in the order they were routed, keyed by this destination on
+   * deliveries.* (one partition, one deliver process); absent or false: keyed by event, spread
+   * over every partition. What the order covers, and what it costs: docs/ordering.md.
+   */
+  ordered?: boolean;
   /** Subscription: the event types this destination receives; null or absent: every type. */
   event_types?: string[] | null;
   /** Subscription: conditions on the payload an event must meet to be routed here (AND of rules). */
@@ -79,6 +85,11 @@ export interface Ingester {
   /** Provider settings; secrets inside are masked whenever the API shows them. */
   config: Record<string, unknown>;
   filters: unknown[];
+  /**
+   * Its events keyed by this ingester on the webhook topics (one partition), so validate, filter
+   * and route keep the order they were accepted in; absent or false: keyed by event. See docs/ordering.md.
+   */
+  ordered?: boolean;
   created_at: string;
   updated_at: string;
 }

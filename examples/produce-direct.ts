@@ -4,7 +4,11 @@
  * encoded with the schema registered under `<topic>-value`, sent with acks=all. The record is the
  * event's `received` state: nothing else needs writing.
  *
- *   npx tsx examples/produce-direct.ts --tenant demo --ingester ing_... [--count 1000]
+ *   npx tsx examples/produce-direct.ts --tenant demo --ingester ing_... [--count 1000] [--ordered]
+ *
+ * Records are keyed as the Hook URL keys them (core/record-keys.ts): by event, spread over every
+ * partition; `--ordered` for an ingester set `ordered`, keyed by the ingester so that its events
+ * keep the order they are sent in.
  *
  * It finds Kafka and the registry like the CLI does: KAFKA_BROKERS and SCHEMA_REGISTRY_URL,
  * else the run file of `npm start` under DATA_DIR. TOPIC_PREFIX must match the service's.
@@ -15,12 +19,13 @@ import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
 import { Kafka, logLevel } from 'kafkajs';
 import { cliConfig } from '../cli/connect';
 import { newId } from '../core/ids';
+import { webhookKey } from '../core/record-keys';
 import { topicNames } from '../core/topics';
 import { readRunFile } from '../infra/local';
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { tenant: { type: 'string' }, ingester: { type: 'string' }, count: { type: 'string', default: '1' } } });
-  if (!values.tenant || !values.ingester) throw new Error('usage: produce-direct.ts --tenant <id> --ingester <ingester id> [--count N]');
+  const { values } = parseArgs({ options: { tenant: { type: 'string' }, ingester: { type: 'string' }, count: { type: 'string', default: '1' }, ordered: { type: 'boolean', default: false } } });
+  if (!values.tenant || !values.ingester) throw new Error('usage: produce-direct.ts --tenant <id> --ingester <ingester id> [--count N] [--ordered]');
   const { config } = cliConfig();
   const run = readRunFile(config.dataDir);
   const brokers = config.kafkaBrokers ?? run?.kafka_brokers;
@@ -52,7 +57,7 @@ async function main(): Promise<void> {
         event_type: null,
       };
       eventIds.push(event.event_id);
-      const key = `${event.tenant_id}/${event.ingester_id}`;
+      const key = webhookKey(event, { ordered: values.ordered });
       events.push({ key, value: await registry.encode(eventSchema, event) });
     }
     await producer.sendBatch({ acks: -1, topicMessages: [{ topic: topics.received, messages: events }] });

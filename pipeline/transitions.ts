@@ -1,4 +1,5 @@
 import type { EventState, EventTransition, WebhookEvent } from '../platform/avro/records';
+import { eventKey } from '../core/record-keys';
 import type { Topics } from '../core/topics';
 import type { Output } from './runtime/stage';
 
@@ -20,5 +21,5 @@ export function transition(
     delivery_id: extra.delivery_id ?? null,
     destination_id: extra.destination_id ?? null,
   };
-  return { topic: topics.transitions, key: `${event.tenant_id}/${event.event_id}`, record: 'EventTransition', value };
+  return { topic: topics.transitions, key: eventKey(event), record: 'EventTransition', value };
 }

@@ -338,7 +338,7 @@ export async function startService(config: Config, log = new Logger(config.logLe
       ingest = ingestRouter(ingestDeps);
     }
     const evidenceStore = clickhouse && new EvidenceStore(clickhouse, config.clickhouseDatabase);
-    if (clickhouse) services = { store, clickhouse, clickhouseDatabase: config.clickhouseDatabase, claims: new RedisNameClaims(redis, config.topicPrefix), replay: { producer, codec, topics, redis, prefix: config.topicPrefix, config: store },
+    if (clickhouse) services = { store, clickhouse, clickhouseDatabase: config.clickhouseDatabase, claims: new RedisNameClaims(redis, config.topicPrefix), replay: { producer, codec, topics, redis, prefix: config.topicPrefix, config: store, destinations: store },
       publicBaseUrl: resolvePort(config.publicBaseUrl),
       redis,
       redisPrefix: config.topicPrefix,

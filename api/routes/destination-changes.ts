@@ -42,7 +42,7 @@ export function changeRecorder(log: DestinationChangeLog, logger?: Logger): Chan
 export const MAX_OVERLAP_SECONDS = 604_800;
 export const DEFAULT_OVERLAP_SECONDS = 86_400;
 /** The members a patch or a replacement may set, beside the read-only ones a GET shows. */
-const SETTABLE = ['name', 'url', 'retry_schedule_ms', 'auth', 'enabled', 'rate_limit_per_s', 'event_types', 'filter'] as const;
+const SETTABLE = ['name', 'url', 'retry_schedule_ms', 'auth', 'enabled', 'rate_limit_per_s', 'ordered', 'event_types', 'filter'] as const;
 const KNOWN = new Set<string>([...SETTABLE, ...READ_ONLY_MEMBERS]);
 
 interface ChangeBody {
@@ -52,6 +52,7 @@ interface ChangeBody {
   auth?: DestinationAuth | null;
   enabled?: boolean;
   rate_limit_per_s?: number | null;
+  ordered?: boolean;
   event_types?: string[] | null;
   filter?: unknown[] | null;
   [readOnly: string]: unknown;
@@ -151,6 +152,8 @@ export function destinationChangesRouter(deps: DestinationChangeDeps): Router {
       if (has('auth') || mode === 'replace') next.auth = b.auth ? acceptDestinationAuth(unmaskAuth(b.auth, cur.auth)).auth : null;
       const rate = take('rate_limit_per_s', b.rate_limit_per_s, null);
       if (rate !== undefined) next.rate_limit_per_s = rate;
+      const ordered = take('ordered', b.ordered, false);
+      if (ordered !== undefined) next.ordered = ordered;
       const types = take('event_types', b.event_types, null);
       if (types !== undefined) next.event_types = types;
       if (has('filter') || mode === 'replace') next.filter = filter ?? null;

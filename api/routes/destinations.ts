@@ -22,6 +22,7 @@ interface DestinationBody {
   auth?: DestinationAuth | null;
   enabled?: boolean;
   rate_limit_per_s?: number | null;
+  ordered?: boolean;
   event_types?: string[] | null;
   filter?: unknown[] | null;
 }
@@ -62,6 +63,7 @@ export function destinationsRouter(store: ConfigStore, claims: NameClaims, optio
       disabled_reason: null,
       retry_schedule_ms: schedule ?? null,
       rate_limit_per_s: check.body.rate_limit_per_s ?? null,
+      ordered: check.body.ordered ?? false,
       event_types: check.body.event_types ?? null,
       filter,
       previous_signing_secret: null,

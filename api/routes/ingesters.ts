@@ -51,6 +51,7 @@ export function ingesterView(i: Ingester, flows: DeliveryFlow[], publicBaseUrl: 
     config: maskConfig(i.config),
     hook_url: `${publicBaseUrl}/v1/hooks/${i.id}`,
     filters: i.filters,
+    ordered: i.ordered === true,
     delivery_flows: flows.filter((f) => f.ingester_id === i.id).map((f) => ({ id: f.id, name: f.name, destination_ids: f.destination_ids })),
     created_at: i.created_at,
     updated_at: i.updated_at,
@@ -69,6 +70,7 @@ interface IngesterInput {
   provider: Provider;
   config: Record<string, unknown>;
   filters: unknown[];
+  ordered: boolean;
   destinationIds: string[] | undefined;
   /** The ingester's delivery flows as they are to be, when `delivery_flows` was given. */
   flows: FlowInput[] | undefined;
@@ -80,6 +82,7 @@ interface IngesterBody {
   provider?: Provider;
   config?: Record<string, unknown>;
   filters?: unknown[];
+  ordered?: boolean;
   destination_ids?: string[];
   delivery_flows?: { id?: string; name?: string; destination_ids: string[] }[];
 }
@@ -137,7 +140,7 @@ function readIngester(body: unknown, store: ConfigStore, res: Response, tenantId
   // well-formed, but a pattern the regex engine cannot run: 422 once nothing is malformed
   if (parsed.refused.length > 0) throw unprocessable(parsed.refused);
   for (const id of [...(b.destination_ids ?? []), ...(flows ?? []).flatMap((f) => f.destinationIds)]) requireResource(res, id);
-  return { name: b.name.trim(), provider: provider!, config, filters: parsed.filters, destinationIds: b.destination_ids ? [...new Set(b.destination_ids)] : undefined, flows };
+  return { name: b.name.trim(), provider: provider!, config, filters: parsed.filters, ordered: b.ordered ?? (previous?.ordered === true), destinationIds: b.destination_ids ? [...new Set(b.destination_ids)] : undefined, flows };
 }
 
 export function ingestersRouter(store: ConfigStore, publicBaseUrl: string, maxFanout: number, quotas: Quotas = DEFAULT_QUOTAS): Router {
@@ -161,7 +164,7 @@ export function ingestersRouter(store: ConfigStore, publicBaseUrl: string, maxFa
     checkQuota(store, key.tenant_id, 'ingesters', quotas);
     if (flows.length > 0) checkQuota(store, key.tenant_id, 'delivery_flows', quotas, flows.length);
     const now = new Date().toISOString();
-    const ingester: Ingester = { kind: 'ingester', id: newId('ingester'), tenant_id: key.tenant_id, name: input.name, provider: input.provider, config: input.config, filters: input.filters, created_at: now, updated_at: now };
+    const ingester: Ingester = { kind: 'ingester', id: newId('ingester'), tenant_id: key.tenant_id, name: input.name, provider: input.provider, config: input.config, filters: input.filters, ordered: input.ordered, created_at: now, updated_at: now };
     // the flows first: an event arriving the moment the ingester exists already has a route
     for (const f of flows) {
       await store.put({ kind: 'flow', id: newId('flow'), tenant_id: key.tenant_id, name: f.name, ingester_id: ingester.id, destination_ids: f.destinationIds, created_at: now, updated_at: now });
@@ -175,8 +178,8 @@ export function ingestersRouter(store: ConfigStore, publicBaseUrl: string, maxFa
   });
 
   /**
-   * Updates an ingester: `name` is required; provider, config, filters are replaced when
-   * given; `destination_ids` replaces the destinations of its first delivery flow (creating
+   * Updates an ingester: `name` is required; provider, config, filters and ordered are replaced
+   * when given; `destination_ids` replaces the destinations of its first delivery flow (creating
    * one if it has none).
    */
   router.put('/:ingesterId', requireScope('write:ingesters'), async (req, res) => {
@@ -204,7 +207,7 @@ export function ingestersRouter(store: ConfigStore, publicBaseUrl: string, maxFa
         await store.put({ kind: 'flow', id: newId('flow'), tenant_id: key.tenant_id, name: `${input.name} default`, ingester_id: previous.id, destination_ids: input.destinationIds, created_at: now, updated_at: now });
       }
     }
-    const next: Ingester = { ...previous, name: input.name, provider: input.provider, config: input.config, filters: input.filters, updated_at: now };
+    const next: Ingester = { ...previous, name: input.name, provider: input.provider, config: input.config, filters: input.filters, ordered: input.ordered, updated_at: now };
     await store.put(next);
     res.json(view(next, key.tenant_id));
   });

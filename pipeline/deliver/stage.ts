@@ -5,7 +5,7 @@ import { stageIo, type Topics } from '../../core/topics';
 import { signStandardWebhook } from '../../core/signing/standard-webhooks';
 import { errorMessage, type Logger } from '../../core/log';
 import type { DeliveryOutcome, DeliveryTask } from '../../platform/avro/records';
-import type { AnyOutput, RecordStage } from '../runtime/stage';
+import type { AnyOutput, RecordStage, StageContext } from '../runtime/stage';
 import { transition } from '../transitions';
 import { DestinationUnhealthy, isOpenBreaker, peerReopensAt, type Breakers } from './breakers';
 import { decide, parseRetryAfter, type AttemptResult, type Decision } from './decide';
@@ -14,6 +14,7 @@ import { delayTopicFor } from './delay';
 import { OUTCOME_LINES, outcomeLineFields } from './lines';
 import { authHeader } from '../../core/destination-auth';
 import { holdTask, isHeld } from './hold';
+import { deliveryKey, keptKey } from '../../core/record-keys';
 import { Pacer } from './pace';
 import { recordDelivery, type DeliveryOutcomeLabel } from '../../platform/metrics/metrics';
 import { TRACEPARENT, TRACESTATE, traceIdOf, type TraceHeaders } from '../../platform/tracing/trace-context';
@@ -93,6 +94,16 @@ export function outboundHeaders(task: DeliveryTask, destination: Destination, no
   return headers;
 }
 
+/** What one attempt of a delivery (or a decision without one) gives out. */
+interface Step {
+  /** Every output but the task's wait on the delay topics. */
+  outputs: AnyOutput[];
+  /** The task as it is to wait until its `not_before`, when it waits. */
+  waits?: DeliveryTask;
+  /** The attempt got a 2xx. */
+  delivered: boolean;
+}
+
 /** The metrics' name for what an attempt came to. */
 function outcomeLabel(result: AttemptResult, decision: Decision): DeliveryOutcomeLabel {
   switch (decision.action) {
@@ -164,7 +175,7 @@ export function deliverStage(deps: DeliverDeps): RecordStage<'DeliveryTask'> {
    * so the attempt costs no record on the `logs` topic. A wait on an open breaker has no outcome
    * and logs as usual.
    */
-  function followUp(task: DeliveryTask, decision: Decision, log: Logger, fields: Record<string, unknown>, outcome: DeliveryOutcome | null): AnyOutput[] {
+  function followUp(task: DeliveryTask, key: string, decision: Decision, log: Logger, fields: Record<string, unknown>, outcome: DeliveryOutcome | null): Step {
     const event = { event_id: task.event_id, tenant_id: task.tenant_id, ingester_id: task.ingester_id, correlation_id: task.correlation_id };
     const ids = { delivery_id: task.delivery_id, destination_id: task.destination_id };
     if (outcome) {
@@ -174,21 +185,94 @@ export function deliverStage(deps: DeliverDeps): RecordStage<'DeliveryTask'> {
     switch (decision.action) {
       case 'delivered':
         // the outcome record (status delivered) is the record of the `delivered` transition
-        return [];
+        return { outputs: [], delivered: true };
       case 'retry':
       case 'wait': {
         // the next attempt takes a slot of its own when its wait is over
         const next: DeliveryTask = { ...task, attempt: decision.action === 'retry' ? decision.attempt : task.attempt, not_before: decision.at, slot_at: null };
         if (!outcome) log.info('breaker open; delivery waits', { ...fields, reason: decision.reason, next_attempt_at: new Date(decision.at).toISOString() });
-        return [{ topic: delayTopicFor(topics, decision.at - now()), key: task.destination_id, record: 'DeliveryTask', value: next }];
+        return { outputs: [], waits: next, delivered: false };
       }
       case 'dead':
-        return [
-          transition(topics, event, 'failed', { ...ids, reason: decision.reason }),
-          transition(topics, event, 'dlq_queued', { ...ids, reason: decision.reason }),
-          { topic: topics.deliveryDlq, key: task.destination_id, record: 'DeliveryTask', value: task },
-        ];
+        return {
+          outputs: [
+            transition(topics, event, 'failed', { ...ids, reason: decision.reason }),
+            transition(topics, event, 'dlq_queued', { ...ids, reason: decision.reason }),
+            { topic: topics.deliveryDlq, key, record: 'DeliveryTask', value: task },
+          ],
+          delivered: false,
+        };
     }
+  }
+
+  /** The step's outputs, its wait included: the task on the delay topic for what is left of it. */
+  const settle = (step: Step, key: string): AnyOutput[] =>
+    step.waits ? [...step.outputs, { topic: delayTopicFor(topics, step.waits.not_before - now()), key, record: 'DeliveryTask', value: step.waits }] : step.outputs;
+
+  /**
+   * One attempt of the delivery, or what stands in for it: a wait (the task came back early, its
+   * send slot is far, the breaker is open), a hold (the destination is paused or disabled), or
+   * failing it (the destination is gone).
+   */
+  async function once(input: DeliveryTask, key: string, { log, trace, span }: StageContext): Promise<Step> {
+    let task = input;
+    const fields = { tenant_id: task.tenant_id, event_id: task.event_id, delivery_id: task.delivery_id, destination_id: task.destination_id, correlation_id: task.correlation_id, trace_id: traceIdOf(trace), attempt: task.attempt };
+    // a task that came back early waits in the delay topics, not here
+    if (task.not_before > now() + 50) {
+      span?.setAttribute(SPAN_ATTRIBUTES.outcome, 'waiting');
+      return { outputs: [], waits: task, delivered: false };
+    }
+    const destination = deps.destinations.get('destination', task.tenant_id, task.destination_id);
+    if (destination && isHeld(destination)) {
+      log.info(`destination ${destination.status}; delivery held`, fields);
+      recordDelivery('held');
+      span?.setAttribute(SPAN_ATTRIBUTES.outcome, 'held');
+      return { outputs: [holdTask(topics, task, key)], delivered: false };
+    }
+    if (destination && deps.pacer && Pacer.limits(destination)) {
+      const paced = await deps.pacer.pace(task, destination);
+      if (paced.action === 'wait') {
+        log.debug('delivery waits for its send slot', { ...fields, reason: paced.reason, slot_at: paced.task.slot_at });
+        recordDelivery('paced');
+        span?.setAttribute(SPAN_ATTRIBUTES.outcome, 'waiting');
+        return { outputs: [], waits: paced.task, delivered: false };
+      }
+      task = paced.task;
+    }
+    const attemptedAt = now();
+    const outcome: DeliveryOutcome = blankOutcome(task, attemptedAt);
+    if (!destination || destination.status !== 'active') {
+      const reason = destination ? `the destination is ${destination.status}${destination.disabled_reason ? `: ${destination.disabled_reason}` : ''}` : 'the destination no longer exists';
+      outcome.error_message = reason;
+      recordDelivery('inactive');
+      span?.setAttribute(SPAN_ATTRIBUTES.outcome, 'failed');
+      const dead = followUp(task, key, { action: 'dead', reason, disableDestination: false }, log, fields, outcome);
+      return { ...dead, outputs: [{ topic: topics.deliveryCompleted, key, record: 'DeliveryOutcome', value: outcome }, ...dead.outputs] };
+    }
+    const { result, durationMs, responseBody } = await attempt(task, destination, trace);
+    const schedule = destination.retry_schedule_ms ?? deps.defaultSchedule;
+    const decision = decide(result, task.attempt, schedule, now());
+    if (span) noteAttempt(span, destination, result, decision);
+    if (result.kind === 'breaker-open') {
+      recordDelivery('breaker_open');
+      return followUp(task, key, decision, log, fields, null);
+    }
+    recordDelivery(outcomeLabel(result, decision), durationMs / 1000);
+
+    outcome.duration_ms = durationMs;
+    outcome.response_code = result.kind === 'response' ? result.status : null;
+    // UTF-8 with invalid sequences replaced (U+FFFD); no answer, no body
+    outcome.response_body = result.kind === 'response' ? (responseBody ?? Buffer.alloc(0)).toString('utf8') : null;
+    outcome.status = decision.action === 'delivered' ? 'delivered' : decision.action === 'retry' ? 'retrying' : 'failed';
+    outcome.error_message = decision.action === 'delivered' ? null : decision.action === 'dead' || decision.action === 'retry' ? decision.reason : null;
+    outcome.next_attempt_at = decision.action === 'retry' ? decision.at : null;
+    if (decision.action === 'dead') {
+      // the failure path only: a delivered attempt never gets here
+      if (decision.disableDestination && (await deps.destinations.disable(destination, decision.reason))) await deps.happenings?.destinationDisabled(destination, decision.reason, task);
+      if (decision.exhausted) await deps.happenings?.deliveryExhausted(task, destination, decision.reason);
+    }
+    const next = followUp(task, key, decision, log, fields, outcome);
+    return { ...next, outputs: [{ topic: topics.deliveryCompleted, key, record: 'DeliveryOutcome', value: outcome }, ...next.outputs] };
   }
 
   return {
@@ -196,66 +280,10 @@ export function deliverStage(deps: DeliverDeps): RecordStage<'DeliveryTask'> {
     ...stageIo(topics, 'deliver', 'DeliveryTask'),
     // its span covers the outbound request
     spanKind: SpanKind.CLIENT,
-    async handle(input: DeliveryTask, { log, trace, span }): Promise<AnyOutput[]> {
-      let task = input;
-      const fields = { tenant_id: task.tenant_id, event_id: task.event_id, delivery_id: task.delivery_id, destination_id: task.destination_id, correlation_id: task.correlation_id, trace_id: traceIdOf(trace), attempt: task.attempt };
-      // a task that came back early waits in the delay topics, not here
-      if (task.not_before > now() + 50) {
-        span?.setAttribute(SPAN_ATTRIBUTES.outcome, 'waiting');
-        return [{ topic: delayTopicFor(topics, task.not_before - now()), key: task.destination_id, record: 'DeliveryTask', value: task }];
-      }
-      const destination = deps.destinations.get('destination', task.tenant_id, task.destination_id);
-      if (destination && isHeld(destination)) {
-        log.info(`destination ${destination.status}; delivery held`, fields);
-        recordDelivery('held');
-        span?.setAttribute(SPAN_ATTRIBUTES.outcome, 'held');
-        return [holdTask(topics, task)];
-      }
-      if (destination && deps.pacer && Pacer.limits(destination)) {
-        const paced = await deps.pacer.pace(task, destination);
-        if (paced.action === 'wait') {
-          log.debug('delivery waits for its send slot', { ...fields, reason: paced.reason, slot_at: paced.task.slot_at });
-          recordDelivery('paced');
-          span?.setAttribute(SPAN_ATTRIBUTES.outcome, 'waiting');
-          return [{ topic: delayTopicFor(topics, paced.task.not_before - now()), key: task.destination_id, record: 'DeliveryTask', value: paced.task }];
-        }
-        task = paced.task;
-      }
-      const attemptedAt = now();
-      const outcome: DeliveryOutcome = blankOutcome(task, attemptedAt);
-      if (!destination || destination.status !== 'active') {
-        const reason = destination ? `the destination is ${destination.status}${destination.disabled_reason ? `: ${destination.disabled_reason}` : ''}` : 'the destination no longer exists';
-        outcome.error_message = reason;
-        recordDelivery('inactive');
-        span?.setAttribute(SPAN_ATTRIBUTES.outcome, 'failed');
-        return [{ topic: topics.deliveryCompleted, key: task.destination_id, record: 'DeliveryOutcome', value: outcome }, ...followUp(task, { action: 'dead', reason, disableDestination: false }, log, fields, outcome)];
-      }
-      const { result, durationMs, responseBody } = await attempt(task, destination, trace);
-      const schedule = destination.retry_schedule_ms ?? deps.defaultSchedule;
-      const decision = decide(result, task.attempt, schedule, now());
-      if (span) noteAttempt(span, destination, result, decision);
-      if (result.kind === 'breaker-open') {
-        recordDelivery('breaker_open');
-        return followUp(task, decision, log, fields, null);
-      }
-      recordDelivery(outcomeLabel(result, decision), durationMs / 1000);
-
-      outcome.duration_ms = durationMs;
-      outcome.response_code = result.kind === 'response' ? result.status : null;
-      // UTF-8 with invalid sequences replaced (U+FFFD); no answer, no body
-      outcome.response_body = result.kind === 'response' ? (responseBody ?? Buffer.alloc(0)).toString('utf8') : null;
-      outcome.status = decision.action === 'delivered' ? 'delivered' : decision.action === 'retry' ? 'retrying' : 'failed';
-      outcome.error_message = decision.action === 'delivered' ? null : decision.action === 'dead' || decision.action === 'retry' ? decision.reason : null;
-      outcome.next_attempt_at = decision.action === 'retry' ? decision.at : null;
-      if (decision.action === 'dead') {
-        // the failure path only: a delivered attempt never gets here
-        if (decision.disableDestination && (await deps.destinations.disable(destination, decision.reason))) await deps.happenings?.destinationDisabled(destination, decision.reason, task);
-        if (decision.exhausted) await deps.happenings?.deliveryExhausted(task, destination, decision.reason);
-      }
-      return [
-        { topic: topics.deliveryCompleted, key: task.destination_id, record: 'DeliveryOutcome', value: outcome },
-        ...followUp(task, decision, log, fields, outcome),
-      ];
+    async handle(input: DeliveryTask, ctx): Promise<AnyOutput[]> {
+      // every record of a delivery keeps the key its task was written with (core/record-keys.ts)
+      const key = keptKey(ctx.source.key, () => deliveryKey(input, deps.destinations.get('destination', input.tenant_id, input.destination_id)));
+      return settle(await once(input, key, ctx), key);
     },
   };
 }

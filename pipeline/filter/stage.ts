@@ -1,5 +1,6 @@
 import type { Ingester } from '../../core/model';
 import { DEFAULT_FILTER_LIMITS, parseFilters, type FilterLimits } from '../../core/filters';
+import { webhookKey } from '../../core/record-keys';
 import { stageIo, type Topics } from '../../core/topics';
 import type { WebhookEvent } from '../../platform/avro/records';
 import { deadLetter } from '../dead-letter';
@@ -63,7 +64,7 @@ export function filterStage(topics: Topics, config: IngesterLookup, limits: Filt
         return [];
       }
       // the record on webhooks.filtered is the record of the `filtered` state: the sink derives its row
-      return [{ topic: topics.filtered, key: `${event.tenant_id}/${event.ingester_id}`, record: 'WebhookEvent', value: event }];
+      return [{ topic: topics.filtered, key: webhookKey(event, ingester), record: 'WebhookEvent', value: event }];
     },
   };
 }

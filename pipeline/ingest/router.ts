@@ -4,6 +4,7 @@ import { AppError, unprocessable } from '../../core/errors';
 import { HOPS_HEADER, hopsOf } from '../../core/hops';
 import { newId } from '../../core/ids';
 import type { Ingester } from '../../core/model';
+import { webhookKey } from '../../core/record-keys';
 import type { Topics } from '../../core/topics';
 import type { Logger } from '../../core/log';
 import type { AvroCodec } from '../../platform/avro/codec';
@@ -115,7 +116,7 @@ export async function acceptWebhook(deps: IngestDeps, ingester: Ingester, req: I
     const eventValue = deps.codec.encodeNow(deps.topics.received, 'WebhookEvent', event) ?? (await deps.codec.encode(deps.topics.received, 'WebhookEvent', event));
     // read after the ingester was found, so it covers the configuration the webhook was accepted with
     const headers = { [CONFIG_VERSION_HEADER]: deps.config.version.toString(), ...trace };
-    await deps.producer.send([{ topic: deps.topics.received, messages: [{ key: `${event.tenant_id}/${event.ingester_id}`, value: eventValue, headers }] }]);
+    await deps.producer.send([{ topic: deps.topics.received, messages: [{ key: webhookKey(event, ingester), value: eventValue, headers }] }]);
   } catch (err) {
     if (span) endSpan(span, err);
     // Kafka not acknowledging is a passing condition: the sender should retry, not give up

@@ -1,6 +1,7 @@
 import { blankOutcome } from '../deliver/outcome';
 import type { KafkaMessage } from 'kafkajs';
 import type { Destination, Entity } from '../../core/model';
+import { eventKey, keptKey } from '../../core/record-keys';
 import { consumerSpec, type Topics } from '../../core/topics';
 import { errorMessage } from '../../core/log';
 import type { DeliveryOutcome, DeliveryTask } from '../../platform/avro/records';
@@ -55,24 +56,26 @@ export function commitPoint(st: Pick<PartitionState, 'tail' | 'readPos' | 'first
 
 /**
  * The records that fail a delivery whose destination was deleted while it was held, as deliver
- * fails one: the outcome, the failed and dlq_queued transitions, and the task on the dead-letter topic.
+ * fails one: the outcome, the failed and dlq_queued transitions, and the task on the dead-letter
+ * topic (the outcome and the task under the delivery's `key`).
  */
-export function failGone(topics: Topics, task: DeliveryTask, now: number): AnyOutput[] {
+export function failGone(topics: Topics, task: DeliveryTask, now: number, key: string): AnyOutput[] {
   const reason = 'the destination no longer exists';
   const event = { event_id: task.event_id, tenant_id: task.tenant_id, ingester_id: task.ingester_id, correlation_id: task.correlation_id };
   const ids = { delivery_id: task.delivery_id, destination_id: task.destination_id };
   const outcome: DeliveryOutcome = { ...blankOutcome(task, now), error_message: reason };
   return [
-    { topic: topics.deliveryCompleted, key: task.destination_id, record: 'DeliveryOutcome', value: outcome },
+    { topic: topics.deliveryCompleted, key, record: 'DeliveryOutcome', value: outcome },
     transition(topics, event, 'failed', { ...ids, reason }),
     transition(topics, event, 'dlq_queued', { ...ids, reason }),
-    { topic: topics.deliveryDlq, key: task.destination_id, record: 'DeliveryTask', value: task },
+    { topic: topics.deliveryDlq, key, record: 'DeliveryTask', value: task },
   ];
 }
 
 /**
- * Puts held deliveries back on deliveries.requested, per destination in the order they were
- * held, once their destination is active again; fails those of a destination deleted meanwhile.
+ * Puts held deliveries back on deliveries.requested, per destination and partition in the order
+ * they were held (an ordered destination's are all in one partition), once their destination is
+ * active again; fails those of a destination deleted meanwhile.
  *
  * Per partition it tails the held topic: a task of an active destination goes back at once, a
  * task of a paused (or disabled) one only notes the destination's first held offset, so a
@@ -107,7 +110,8 @@ export async function runRelease(topics: Topics, config: ReleaseConfig, deps: Ru
     return isHeld(d) ? 'held' : 'active';
   };
 
-  const released = (task: DeliveryTask): AnyOutput => ({ topic: topics.deliveryRequested, key: task.destination_id, record: 'DeliveryTask', value: { ...task, slot_at: null } });
+  // back under the key it was held with: an ordered destination's tasks return to its partition in order
+  const released = (task: DeliveryTask, key: string): AnyOutput => ({ topic: topics.deliveryRequested, key, record: 'DeliveryTask', value: { ...task, slot_at: null } });
 
   /**
    * What one record of the partition leads to, with `st` (a working copy) moved past it; the
@@ -138,7 +142,8 @@ export async function runRelease(topics: Topics, config: ReleaseConfig, deps: Ru
       if (!st.firstHeld.has(d)) st.firstHeld.set(d, offset);
     } else {
       if (rescanned) scan.from = offset + 1n;
-      outputs = status === 'active' ? [released(task)] : failGone(topics, task, now());
+      const key = keptKey(message.key, () => eventKey(task));
+      outputs = status === 'active' ? [released(task, key)] : failGone(topics, task, now(), key);
       const span = startSpan('hookline.release', SpanKind.CONSUMER, trace, () => ({
         ...recordSpanAttributes(heldTopic, { tenant_id: task.tenant_id, event_id: task.event_id, delivery_id: task.delivery_id, destination_id: d }),
         [SPAN_ATTRIBUTES.outcome]: status === 'active' ? 'released' : 'failed',

@@ -1,3 +1,4 @@
+import { eventKey, keptKey } from '../../core/record-keys';
 import { consumerSpec, type Topics } from '../../core/topics';
 import type { DeliveryTask } from '../../platform/avro/records';
 import { delayTopicFor } from '../deliver/delay';
@@ -7,11 +8,14 @@ import type { AnyOutput } from '../runtime/stage';
 import { recordTraceOf } from '../../platform/tracing/trace-context';
 import { endSpan, recordSpanAttributes, isTracing, SPAN_ATTRIBUTES, SpanKind, spanTrace, startSpan, type Span } from '../../platform/tracing/tracing';
 
-/** Where a task goes once it has waited out one tier: on to delivery, or into the next wait. */
-export function forward(topics: Topics, task: DeliveryTask, now: number): AnyOutput {
+/**
+ * Where a task goes once it has waited out one tier: on to delivery, or into the next wait, under
+ * the key it waited with (`key`: its delivery's, see core/record-keys.ts).
+ */
+export function forward(topics: Topics, task: DeliveryTask, now: number, key: string): AnyOutput {
   const remaining = task.not_before - now;
   const topic = remaining <= 0 ? topics.deliveryRequested : delayTopicFor(topics, remaining);
-  return { topic, key: task.destination_id, record: 'DeliveryTask', value: task };
+  return { topic, key, record: 'DeliveryTask', value: task };
 }
 
 /** The span of a task's wait in a tier (only while spans are recorded), from `appendedAt`. */
@@ -57,7 +61,7 @@ export async function runDelayTiers(topics: Topics, deps: RunnerDeps, now: () =>
       }
       if (message.value !== null) {
         const decoded = await batch.decode<'DeliveryTask'>(message as typeof message & { value: Buffer });
-        const next = decoded.undecodable !== undefined ? decoded.letter() : forward(topics, decoded.value, now());
+        const next = decoded.undecodable !== undefined ? decoded.letter() : forward(topics, decoded.value, now(), keptKey(message.key, () => eventKey(decoded.value)));
         let trace = recordTraceOf(message.headers);
         const span = decoded.undecodable === undefined ? waitSpan(decoded.value, batch.topic, next.topic === topics.deliveryRequested, trace, Number(message.timestamp)) : undefined;
         if (span) {

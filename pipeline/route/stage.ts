@@ -1,5 +1,6 @@
 import { derivedId } from '../../core/ids';
 import type { DeliveryFlow, Destination } from '../../core/model';
+import { deliveryKey } from '../../core/record-keys';
 import { stageIo, type Topics } from '../../core/topics';
 import type { DeliveryTask, WebhookEvent } from '../../platform/avro/records';
 import type { AnyOutput, RecordStage } from '../runtime/stage';
@@ -92,7 +93,7 @@ export function routeStage(topics: Topics, config: FlowLookup, maxFanout: number
           // records written before the field existed decode without it (writer's schema)
           hops: event.hops ?? 0,
         };
-        return { topic: topics.deliveryRequested, key: destinationId, record: 'DeliveryTask', value: task };
+        return { topic: topics.deliveryRequested, key: deliveryKey(task, config.get('destination', event.tenant_id, destinationId)), record: 'DeliveryTask', value: task };
       });
     },
   };

@@ -1,5 +1,6 @@
 import type { Ingester } from '../../core/model';
 import { isOperational } from '../../core/operational-events';
+import { eventKey, webhookKey } from '../../core/record-keys';
 import { stageIo, type Topics } from '../../core/topics';
 import type { WebhookEvent } from '../../platform/avro/records';
 import type { AnyOutput, RecordStage } from '../runtime/stage';
@@ -20,7 +21,7 @@ export function validateStage(topics: Topics, config: IngesterLookup): RecordSta
     ...stageIo(topics, 'validate', 'WebhookEvent'),
     async handle(event: WebhookEvent, { log, trace, span }): Promise<AnyOutput[]> {
       // the service wrote an operational event itself: there is no ingester and nothing to verify
-      if (isOperational(event)) return [{ topic: topics.validated, key: `${event.tenant_id}/${event.ingester_id}`, record: 'WebhookEvent', value: event }];
+      if (isOperational(event)) return [{ topic: topics.validated, key: eventKey(event), record: 'WebhookEvent', value: event }];
       const ingester = config.get('ingester', event.tenant_id, event.ingester_id);
       const verdict = ingester
         ? verifyRequest(ingester, { headers: event.headers, body: event.body, receivedAt: event.received_at })
@@ -32,7 +33,7 @@ export function validateStage(topics: Topics, config: IngesterLookup): RecordSta
       }
       const validated: WebhookEvent = { ...event, event_type: verdict.eventType ?? event.event_type };
       // the record on webhooks.validated is the record of the `validated` state: the sink derives its row
-      return [{ topic: topics.validated, key: `${event.tenant_id}/${event.ingester_id}`, record: 'WebhookEvent', value: validated }];
+      return [{ topic: topics.validated, key: webhookKey(event, ingester), record: 'WebhookEvent', value: validated }];
     },
   };
 }

@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { Producer } from 'kafkajs';
 import { newId } from '../../core/ids';
+import { eventKey } from '../../core/record-keys';
 import { errorMessage, type Logger } from '../../core/log';
 import type { Destination, ReplayJob } from '../../core/model';
 import {
@@ -179,10 +180,10 @@ export class OperationalEvents {
   }
 }
 
-/** The `publish` of a running service: the event on `webhooks.received`, keyed as ingested events are, acks=all. */
+/** The `publish` of a running service: the event on `webhooks.received`, keyed by event as an unordered ingester's are, acks=all. */
 export function publishOnReceived(producer: Producer, codec: AvroCodec, topic: string): OperationalOptions['publish'] {
   return async (event, configVersion) => {
     const value = await codec.encode(topic, 'WebhookEvent', event);
-    await producer.send({ topic, acks: -1, messages: [{ key: `${event.tenant_id}/${event.ingester_id}`, value, headers: { [CONFIG_VERSION_HEADER]: configVersion.toString() } }] });
+    await producer.send({ topic, acks: -1, messages: [{ key: eventKey(event), value, headers: { [CONFIG_VERSION_HEADER]: configVersion.toString() } }] });
   };
 }

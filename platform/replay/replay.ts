@@ -1,6 +1,8 @@
 import type { Producer } from 'kafkajs';
 import type { Redis } from 'ioredis';
 import { newId } from '../../core/ids';
+import type { Destination } from '../../core/model';
+import { deliveryKey, eventKey } from '../../core/record-keys';
 import type { Topics } from '../../core/topics';
 import type { AvroCodec } from '../avro/codec';
 import type { DeliveryTask, EventTransition } from '../avro/records';
@@ -19,6 +21,11 @@ export interface ReplayDeps {
    * waits for a destination re-enabled here before it decides. Unset (the CLI), it names none.
    */
   config?: { readonly version: bigint };
+  /**
+   * The destinations as this process knows them: a replay to an ordered destination is keyed by
+   * it, at the back of its line (core/record-keys.ts). Unset, every replay is keyed by its event.
+   */
+  destinations?: { get(kind: 'destination', tenantId: string, id: string): Destination | undefined };
 }
 
 /** How long the claim that a dead delivery was replayed is kept. */
@@ -98,8 +105,8 @@ export async function queueReplays(deps: Omit<ReplayDeps, 'redis' | 'prefix'>, t
     await deps.producer.sendBatch({
       acks: -1,
       topicMessages: [
-        { topic: deps.topics.transitions, messages: encoded.map((e) => ({ key: `${e.task.tenant_id}/${e.task.event_id}`, value: e.transitionValue, headers: e.headers })) },
-        { topic: deps.topics.deliveryRequested, messages: encoded.map((e) => ({ key: e.task.destination_id, value: e.taskValue, headers: e.headers })) },
+        { topic: deps.topics.transitions, messages: encoded.map((e) => ({ key: eventKey(e.task), value: e.transitionValue, headers: e.headers })) },
+        { topic: deps.topics.deliveryRequested, messages: encoded.map((e) => ({ key: deliveryKey(e.task, deps.destinations?.get('destination', e.task.tenant_id, e.task.destination_id)), value: e.taskValue, headers: e.headers })) },
       ],
     });
   } catch (err) {

@@ -1155,7 +1155,7 @@ describe('OpenAPI document', () => {
   });
 
   it('refuses answers that drift from the document', () => {
-    const destination = { id: `dst_${ULID}`, name: 'n', url: 'http://127.0.0.1:9/x', status: 'active', enabled: true, created_at: '2026-01-02T03:04:05.678Z', updated_at: '2026-01-02T03:04:05.678Z', disabled_reason: null, retry_schedule_ms: null, auth: null, rate_limit_per_s: null, event_types: null, filter: null, previous_secret_expires_at: null };
+    const destination = { id: `dst_${ULID}`, name: 'n', url: 'http://127.0.0.1:9/x', status: 'active', enabled: true, created_at: '2026-01-02T03:04:05.678Z', updated_at: '2026-01-02T03:04:05.678Z', disabled_reason: null, retry_schedule_ms: null, auth: null, rate_limit_per_s: null, ordered: false, event_types: null, filter: null, previous_secret_expires_at: null };
     const headers = { 'content-type': 'application/json; charset=utf-8', 'x-request-id': `req_${ULID}`, etag: '"7"' };
     const answer = (status: number, body: unknown, h: Record<string, string> = headers): Answer => ({ status, headers: h, text: JSON.stringify(body), body });
     const seenBefore = new Map([...conf.seen].map(([k, v]) => [k, new Set(v)]));
@@ -1183,6 +1183,8 @@ describe('OpenAPI document', () => {
     expect(() => conf.checkRequest('createDestination', { name: 'n', url: 'http://x', auth: { type: 'bearer', token: 'short' } })).toThrow();
     expect(() => conf.checkRequest('createDestination', { name: 'n', url: 'http://x', auth: { type: 'header', name: 'bad name', value: 'long-enough' } })).toThrow();
     expect(() => conf.checkRequest('createDestination', { name: 'n', url: 'http://x', auth: { type: 'header', name: 'x-key', value: 'long-enough' } })).not.toThrow();
+    expect(() => conf.checkRequest('createDestination', { name: 'n', url: 'http://x', ordered: 'yes' })).toThrow();
+    expect(() => conf.checkRequest('createIngester', { name: 'x', provider: 'none', config: {}, ordered: 1 })).toThrow();
     expect(() => conf.checkRequest('createIngester', { name: 'x', provider: 'nope' })).toThrow();
     expect(() => conf.checkRequest('createIngester', { name: 'x', provider: 'stripe', config: {} })).toThrow();
     expect(() => conf.checkRequest('createIngester', { name: 'x', provider: 'standard-webhooks', config: { signing_secret: 'whsec_not base64' } })).toThrow();

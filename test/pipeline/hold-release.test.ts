@@ -6,7 +6,10 @@ import { receiverPool, type Receiver } from '../support/receiver';
 import { eventually, startTestService, type TestService } from '../support/service';
 import { destinationWithIngester, sendEvent, waitForStates } from '../support/flow';
 
-/** Paused and disabled destinations: their deliveries are held on deliveries.held and go out, in order, once active again. */
+/**
+ * Paused and disabled destinations: their deliveries are held on deliveries.held and go out once
+ * active again; an ordered destination's (fed by an ordered ingester) in the order accepted.
+ */
 describe('hold and release', () => {
   let svc: TestService;
   let admin: Admin;
@@ -35,10 +38,10 @@ describe('hold and release', () => {
   it('holds a paused destination\'s deliveries while another destination of the ingester keeps receiving, then releases them in order', async () => {
     const paused = await receivers.next();
     const other = await receivers.next();
-    const first = await svc.api('POST', `/v1/tenants/${svc.tenantId}/destinations`, { name: 'paused', url: paused.url });
+    const first = await svc.api('POST', `/v1/tenants/${svc.tenantId}/destinations`, { name: 'paused', url: paused.url, ordered: true });
     const second = await svc.api('POST', `/v1/tenants/${svc.tenantId}/destinations`, { name: 'other', url: other.url });
     expect([first.status, second.status]).toEqual([201, 201]);
-    const ing = await svc.api('POST', `/v1/tenants/${svc.tenantId}/ingesters`, { name: 'both', provider: 'none', config: {}, destination_ids: [first.body.id, second.body.id] });
+    const ing = await svc.api('POST', `/v1/tenants/${svc.tenantId}/ingesters`, { name: 'both', provider: 'none', config: {}, ordered: true, destination_ids: [first.body.id, second.body.id] });
     expect(ing.status).toBe(201);
     const hookUrl = `${svc.url}/v1/hooks/${ing.body.id}`;
     await setStatus(first.body.id, 'paused');
@@ -55,7 +58,7 @@ describe('hold and release', () => {
 
     await setStatus(first.body.id, 'active');
     await paused.waitForRequests(n, 20_000);
-    // one partition per destination: held, and released, in the order sent
+    // an ordered destination: one partition, held and released in the order sent
     expect(seqs(paused)).toEqual([...Array(n).keys()]);
     await sleep(1_000);
     expect(paused.requests).toHaveLength(n);
@@ -66,12 +69,13 @@ describe('hold and release', () => {
     const ra = await receivers.next();
     const rb = await receivers.next();
     const partitionOf = (id: string) => (murmur2(Buffer.from(id)) & 0x7fffffff) % svc.config.kafkaPartitions;
-    const a = await svc.api('POST', `/v1/tenants/${svc.tenantId}/destinations`, { name: 'a', url: ra.url });
+    // ordered destinations: each keyed by its id, all of its deliveries on one partition
+    const a = await svc.api('POST', `/v1/tenants/${svc.tenantId}/destinations`, { name: 'a', url: ra.url, ordered: true });
     // destinations until one shares a's partition of deliveries.held
-    const candidate = (i: number) => svc.api('POST', `/v1/tenants/${svc.tenantId}/destinations`, { name: `b${i}`, url: rb.url });
+    const candidate = (i: number) => svc.api('POST', `/v1/tenants/${svc.tenantId}/destinations`, { name: `b${i}`, url: rb.url, ordered: true });
     let b = await candidate(0);
     for (let i = 1; partitionOf(b.body.id) !== partitionOf(a.body.id); i++) b = await candidate(i);
-    const ing = await svc.api('POST', `/v1/tenants/${svc.tenantId}/ingesters`, { name: 'ab', provider: 'none', config: {}, destination_ids: [a.body.id, b.body.id] });
+    const ing = await svc.api('POST', `/v1/tenants/${svc.tenantId}/ingesters`, { name: 'ab', provider: 'none', config: {}, ordered: true, destination_ids: [a.body.id, b.body.id] });
     expect(ing.status).toBe(201);
     await setStatus(a.body.id, 'paused');
     await setStatus(b.body.id, 'paused');
@@ -97,7 +101,7 @@ describe('hold and release', () => {
   it('releases the held deliveries of a destination disabled by 410 Gone once it is active again', async () => {
     const r = await receivers.next();
     r.respondBy((_req, i) => ({ status: i === 0 ? 410 : 200 }));
-    const { hookUrl, destinationId } = await destinationWithIngester(svc, 'gone', r.url);
+    const { hookUrl, destinationId } = await destinationWithIngester(svc, 'gone', r.url, { ordered: true }, { ordered: true });
     const goneEvent = await sendEvent(hookUrl, { seq: -1 });
     await waitForStates(svc, goneEvent, ['failed', 'dlq_queued']);
     await eventually('the destination disabled', async () => (destination(destinationId).status === 'disabled' ? true : undefined));
@@ -110,6 +114,26 @@ describe('hold and release', () => {
     await setStatus(destinationId, 'active');
     await r.waitForRequests(5, 20_000);
     expect(seqs(r)).toEqual([-1, 0, 1, 2, 3]);
+  });
+
+  it('holds a destination without order on every partition of the held topic, and releases all of it', async () => {
+    const r = await receivers.next();
+    const { hookUrl, destinationId } = await destinationWithIngester(svc, 'spread', r.url);
+    await setStatus(destinationId, 'paused');
+    const before = await fetchTopicOffsets(admin, svc.service.topics.deliveryHeld);
+    const n = 16;
+    for (let seq = 0; seq < n; seq++) await sendEvent(hookUrl, { seq });
+    await eventually(`${n} held`, async () => ((await heldCount()) - before.reduce((m, p) => m + Number(p.high) - Number(p.low), 0) >= n ? true : undefined));
+    // keyed by event: both partitions hold some (16 random keys on one of two: 2 in 65536 miss)
+    const after = await fetchTopicOffsets(admin, svc.service.topics.deliveryHeld);
+    const grown = after.filter((p) => Number(p.high) > Number(before.find((b) => b.partition === p.partition)!.high));
+    expect(grown).toHaveLength(svc.config.kafkaPartitions);
+
+    await setStatus(destinationId, 'active');
+    await r.waitForRequests(n, 20_000);
+    expect(seqs(r).sort((x, y) => x - y)).toEqual([...Array(n).keys()]);
+    await sleep(500);
+    expect(r.requests).toHaveLength(n);
   });
 
   it('fails the held deliveries of a destination deleted while paused, with their dead letters', async () => {

@@ -1,11 +1,11 @@
 import type { TestService } from './service';
 import { eventually } from './service';
 
-/** A destination and a `none`-provider ingester routed to it; returns what a test needs. */
-export async function destinationWithIngester(svc: TestService, name: string, url: string, extra: Record<string, unknown> = {}) {
+/** A destination and a `none`-provider ingester routed to it (each with `extra` members of its own); returns what a test needs. */
+export async function destinationWithIngester(svc: TestService, name: string, url: string, extra: Record<string, unknown> = {}, ingesterExtra: Record<string, unknown> = {}) {
   const dest = await svc.api('POST', `/v1/tenants/${svc.tenantId}/destinations`, { name, url, ...extra });
   if (dest.status !== 201) throw new Error(`destination: ${dest.status} ${JSON.stringify(dest.body)}`);
-  const ing = await svc.api('POST', `/v1/tenants/${svc.tenantId}/ingesters`, { name: `${name} in`, provider: 'none', config: {}, destination_ids: [dest.body.id] });
+  const ing = await svc.api('POST', `/v1/tenants/${svc.tenantId}/ingesters`, { name: `${name} in`, provider: 'none', config: {}, destination_ids: [dest.body.id], ...ingesterExtra });
   if (ing.status !== 201) throw new Error(`ingester: ${ing.status} ${JSON.stringify(ing.body)}`);
   return { destinationId: dest.body.id as string, secret: dest.body.signing_secret as string, ingesterId: ing.body.id as string, hookUrl: `${svc.url}/v1/hooks/${ing.body.id}` };
 }

@@ -52,7 +52,7 @@ describe('validate', () => {
     expect(outs.map((o) => o.topic)).toEqual([topics.validated]);
     expect((outs[0]!.value as WebhookEvent).event_type).toBe('issues');
     expect((outs[0]!.value as WebhookEvent).body).toBe(body);
-    expect(outs[0]!.key).toBe(`${T}/ing_1`);
+    expect(outs[0]!.key).toBe(`${T}/evt_1`);
   });
 
   it('moves a webhook whose signature does not verify, or whose ingester is gone, to failed with the reason, and nothing goes on', async () => {
@@ -105,7 +105,7 @@ describe('route', () => {
     return outs.map((o) => o.value as DeliveryTask);
   };
 
-  it('makes one task per destination across the ingester\'s flows (paused and disabled ones too: deliver holds those), once each, keyed by destination, with ids derived from the event', async () => {
+  it('makes one task per destination across the ingester\'s flows (paused and disabled ones too: deliver holds those), once each, with ids derived from the event', async () => {
     const dests = [destination('dst_a'), destination('dst_b'), destination('dst_c', 'disabled'), destination('dst_d', 'paused')];
     const tasks = await run([...flows([['dst_b', 'dst_a'], ['dst_a', 'dst_c', 'dst_d', 'dst_gone']]), ...flows([['dst_x']], 'ing_other')], dests);
     expect(tasks.map((t) => t.destination_id)).toEqual(['dst_a', 'dst_b', 'dst_c', 'dst_d']);
@@ -131,13 +131,32 @@ describe('evidence leaves and the delay tiers', () => {
     expect(pendingLeaf({ ...outcome, replay_of: 'dlv_0' }, 2, 42)).toMatchObject({ replay_of: 'dlv_0', source_offset: 42 });
   });
 
-  it('sends a task that has waited enough on to delivery, else into the longest tier that does not overshoot', () => {
+  it('sends a task that has waited enough on to delivery, else into the longest tier that does not overshoot, under the key it waited with', () => {
     const task = { destination_id: 'dst_a', not_before: 100_000 } as DeliveryTask;
-    expect(forward(topics, task, 100_000).topic).toBe(topics.deliveryRequested);
-    expect(forward(topics, task, 90_000).topic).toBe(topics.retryTiers.find((t) => t.delayMs === 5_000)!.topic);
-    expect(forward(topics, task, 99_500).topic).toBe(topics.retryTiers[0]!.topic);
-    expect(forward(topics, task, 100_000 - 3_600_000).topic).toBe(topics.retryTiers.find((t) => t.delayMs === 1_800_000)!.topic);
-    expect(forward(topics, task, 0).key).toBe('dst_a');
+    expect(forward(topics, task, 100_000, 'k').topic).toBe(topics.deliveryRequested);
+    expect(forward(topics, task, 90_000, 'k').topic).toBe(topics.retryTiers.find((t) => t.delayMs === 5_000)!.topic);
+    expect(forward(topics, task, 99_500, 'k').topic).toBe(topics.retryTiers[0]!.topic);
+    expect(forward(topics, task, 100_000 - 3_600_000, 'k').topic).toBe(topics.retryTiers.find((t) => t.delayMs === 1_800_000)!.topic);
+    expect(forward(topics, task, 0, `${T}/evt_1`).key).toBe(`${T}/evt_1`);
+  });
+});
+
+describe('record keys', () => {
+  const ordered = (d: Destination): Destination => ({ ...d, ordered: true });
+
+  it('keys an event by itself on the webhook topics, or by its ingester when that ingester is ordered', async () => {
+    for (const [ing, key] of [[ingester(), `${T}/evt_1`], [ingester({ ordered: false }), `${T}/evt_1`], [ingester({ ordered: true }), `${T}/ing_1`]] as const) {
+      const validated = await validateStage(topics, { get: () => ing }).handle(event(), ctx());
+      const filtered = await filterStage(topics, { get: () => ing }).handle(event(), ctx());
+      expect([validated[0]!.key, filtered[0]!.key]).toEqual([key, key]);
+    }
+  });
+
+  it('keys a task by its event, or by its destination when that destination is ordered, whatever the ingester', async () => {
+    const flow: DeliveryFlow = { kind: 'flow', id: 'flw_1', tenant_id: T, name: 'f', ingester_id: 'ing_1', destination_ids: ['dst_a', 'dst_b'], created_at: now, updated_at: now };
+    const dests = [destination('dst_a'), ordered(destination('dst_b'))];
+    const outs = await routeStage(topics, { list: () => [flow], get: (_k, _t, id) => dests.find((d) => d.id === id) }, 50).handle(event({ event_id: 'evt_2' }), ctx());
+    expect(outs.map((o) => [(o.value as DeliveryTask).destination_id, o.key])).toEqual([['dst_a', `${T}/evt_2`], ['dst_b', 'dst_b']]);
   });
 });
 
