@@ -229,7 +229,7 @@ function destinationChangeSchemas(): Json {
     RateLimitPerSecond: { type: 'integer', minimum: 1, maximum: 10_000, description: 'Most delivery attempts per second to this destination, across all processes; `null`: no limit.' },
     DestinationOrdered: {
       type: 'boolean', default: false,
-      description: '`true`: deliveries to this destination are keyed by it (one partition of `deliveries.requested`, read by one deliver process) and go one at a time, in the order they were routed (the order accepted when the ingesters feeding it are `ordered` too). Throughput: one request at a time to the destination, one partition, one process. Applies to deliveries routed after the change. `false` (default): deliveries keyed by event, spread over every partition and process, up to `DELIVERY_PER_DESTINATION` at once. See docs/ordering.md.',
+      description: '`true`: deliveries to this destination are keyed by it (one partition of `deliveries.requested`, read by one deliver process) and go one at a time, in the order they were routed (the order accepted when the ingesters feeding it are `ordered` too). A failing delivery is retried in line, the next ones waiting, for up to `DELIVERY_ORDERED_WAIT_MS` (60 s) from its first attempt; past that it leaves the line and arrives after later ones. Throughput: one request at a time to the destination, one partition, one process. Applies to deliveries routed after the change. `false` (default): deliveries keyed by event, spread over every partition and process, up to `DELIVERY_PER_DESTINATION` at once. See docs/ordering.md.',
     },
     EventTypeSubscription: {
       type: 'array', maxItems: 100, uniqueItems: true,

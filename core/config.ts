@@ -37,6 +37,7 @@ export interface Config {
   kafkaBrokers: string[] | undefined;
   kafkaReplicationFactor: number;
   kafkaPartitions: number;
+  kafkaProducers: number;
   topicPrefix: string;
   /** Unset: a local Kafka-backed registry is started. */
   schemaRegistryUrl: string | undefined;
@@ -69,6 +70,8 @@ export interface Config {
   deliveryPerDestination: number;
   /** Longest wait for a rate-limit send slot spent in the deliver process, ms; longer ones hop through the delay topics. */
   deliveryRateWaitMs: number;
+  /** Longest an ordered destination's delivery keeps the ones behind it waiting, from its first attempt in line, ms (docs/ordering.md). */
+  deliveryOrderedWaitMs: number;
   deliverySyncMs: number;
   sinkBatchRows: number;
   sinkFlushMs: number;
@@ -372,6 +375,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     kafkaBrokers,
     kafkaReplicationFactor: r.integer('KAFKA_REPLICATION_FACTOR', kafkaBrokers ? 3 : 1, 1, 16),
     kafkaPartitions: r.integer('KAFKA_PARTITIONS', 3, 1, 1024),
+    kafkaProducers: r.integer('KAFKA_PRODUCERS', 1, 1, 16),
     topicPrefix,
     schemaRegistryUrl: r.optionalUrl('SCHEMA_REGISTRY_URL', ['http:', 'https:']),
     redisUrl: r.optionalUrl('REDIS_URL', ['redis:', 'rediss:']),
@@ -404,6 +408,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     configVersionWaitMs: r.integer('CONFIG_VERSION_WAIT_MS', 5_000, 0, 600_000),
     deliveryPerDestination: r.integer('DELIVERY_PER_DESTINATION', 32, 1, 10_000),
     deliveryRateWaitMs: r.integer('DELIVERY_RATE_WAIT_MS', 1_000, 0, 60_000),
+    deliveryOrderedWaitMs: r.integer('DELIVERY_ORDERED_WAIT_MS', 60_000, 0, 3_600_000),
     deliverySyncMs: r.integer('DELIVERY_SYNC_MS', 500, 50, 60_000),
     sinkBatchRows: r.integer('SINK_BATCH_ROWS', 20_000, 1, 1_000_000),
     sinkFlushMs: r.integer('SINK_FLUSH_MS', 500, 10, 60_000),
@@ -538,6 +543,7 @@ export const SETTINGS: SettingDoc[] = [
   { env: 'KAFKA_BROKERS', default: 'unset: local Kafka', unit: 'host:port list', description: 'Comma-separated bootstrap brokers. Unset, a single-node Kafka 4 (KRaft) is resolved with Maven and started under DATA_DIR.' },
   { env: 'KAFKA_REPLICATION_FACTOR', default: '1 local, 3 with KAFKA_BROKERS', unit: 'replicas', description: 'Replication factor of topics the service creates.' },
   { env: 'KAFKA_PARTITIONS', default: '3', unit: 'partitions', description: 'Partitions of the event and delivery topics the service creates.' },
+  { env: 'KAFKA_PRODUCERS', default: '1', unit: 'producers', description: 'Idempotent producers of a process, each owning a share of every topic\'s partitions (partition modulo this count), so that as many produce requests can be in flight; each partition keeps one writer and its order. At most 16.' },
   { env: 'TOPIC_PREFIX', default: '(empty)', unit: 'string', description: 'Prefix of every topic name, to share one cluster between deployments.' },
   { env: 'SCHEMA_REGISTRY_URL', default: 'unset: local registry', unit: 'URL', description: 'Confluent-compatible schema registry. Unset, a Kafka-backed registry runs inside the service.' },
   { env: 'REDIS_URL', default: 'unset: local redis-server', unit: 'redis:// URL', description: 'Redis for idempotency keys, rate limits and coordination. Unset, a redis-server is started on a free loopback port.' },
@@ -565,6 +571,7 @@ export const SETTINGS: SettingDoc[] = [
   { env: 'CONFIG_VERSION_WAIT_MS', default: '5000', unit: 'milliseconds', description: 'Longest a stage holds a record whose `hookline-config-version` header names configuration this process has not applied yet (an ingester or destination just changed through another process). Past it the record is decided with the configuration this process has, and a warning is logged (at most every 10 s, with the count); 0 never waits.' },
   { env: 'DELIVERY_PER_DESTINATION', default: '32', unit: 'requests', description: 'Concurrent requests to one destination from the whole deployment: each deliver process takes its share of it (the limit dealt out among the live deliver processes, at least 1 each), counted afresh every DELIVERY_SYNC_MS. While processes join it may be overshot by the joiners\' shares for a while (see Delivery).' },
   { env: 'DELIVERY_RATE_WAIT_MS', default: '1000', unit: 'milliseconds', description: 'Longest wait for a send slot of a destination\'s rate limit (rate_limit_per_s) spent in the deliver process, outside the destination\'s concurrent requests; a longer wait hops through the delay topics and comes back this long before its slot. Never less than the shortest RETRY_TIERS tier.' },
+  { env: 'DELIVERY_ORDERED_WAIT_MS', default: '60000', unit: 'milliseconds', description: 'Longest a delivery to an `ordered` destination keeps the deliveries behind it waiting, counted from its first attempt in line: its retries, waits on an open breaker and for a send slot that end within it are spent in the deliver process, and the next delivery goes only after it. A longer wait sends it through the delay topics (it leaves the line and arrives after later ones). 0: an ordered destination never waits in line. At most 3600000. See docs/ordering.md.' },
   { env: 'DELIVERY_SYNC_MS', default: '500', unit: 'milliseconds', description: 'How often a deliver process says in Redis that it is live and reads the other deliver processes: their number (its share of DELIVERY_PER_DESTINATION) and their open breakers (which hold its deliveries too). Also, plus a few Redis round trips, the bound on how late it follows another process\'s breaker.' },
   { env: 'SINK_BATCH_ROWS', default: '20000', unit: 'rows', description: 'Rows the ClickHouse sink gathers before an insert.' },
   { env: 'SINK_FLUSH_MS', default: '500', unit: 'milliseconds', description: 'Longest time a row waits in the sink before its insert. Every insert makes a part the engine merges later: shorter waits cost CPU, longer ones delay `acked` and query freshness.' },

@@ -39,6 +39,7 @@ import { runRelease } from '../pipeline/release/stage';
 import { Pacer } from '../pipeline/deliver/pace';
 import { RedisSendSlots } from '../platform/redis/send-slots';
 import { runWindowedStage } from '../pipeline/runtime/windowed-runner';
+import { OrderedLines } from '../pipeline/deliver/ordered-lines';
 import { LogShipper } from '../platform/kafka/log-shipper';
 import type { DeliveryTask } from '../platform/avro/records';
 import { filterStage } from '../pipeline/filter/stage';
@@ -300,11 +301,19 @@ export async function startService(config: Config, log = new Logger(config.logLe
         },
       };
       const pacer = new Pacer(new RedisSendSlots(redis, config.topicPrefix), { shortWaitMs: config.deliveryRateWaitMs + (topics.retryTiers[0]?.delayMs ?? 0), lateMs: 1_000, unreachableWaitMs: 1_000 });
-      const stage = deliverStage({ topics, destinations, sender, breakers, defaultSchedule: config.retryScheduleMs, isRefusal: isSsrfRefusal, pacer, happenings: operational });
-      const prepare = (t: DeliveryTask) => pacer.prepare(t, store.get('destination', t.tenant_id, t.destination_id));
-      // a paced delivery whose slot is still far only moves on to the delay topics: it takes none of its destination's places
-      const keyOf = (t: DeliveryTask) => (t.slot_at != null && t.slot_at > Date.now() + 50 ? `${t.destination_id}/waits` : t.destination_id);
-      starting.push(runWindowedStage(stage, runnerDeps, { maxInFlight: config.deliveryMaxInFlight, keyOf, perKey: () => peers.share(), prepare }));
+      const lines = new OrderedLines(config.deliveryOrderedWaitMs);
+      // before the stages stop (cleanups run backwards): a delivery waiting in line leaves it at once
+      cleanups.push(async () => lines.stop());
+      const stage = deliverStage({ topics, destinations, sender, breakers, defaultSchedule: config.retryScheduleMs, isRefusal: isSsrfRefusal, pacer, happenings: operational, lines });
+      const ordered = (t: DeliveryTask) => store.get('destination', t.tenant_id, t.destination_id)?.ordered === true;
+      // an ordered destination's deliveries take their send slots in line, one at a time, in order
+      const prepare = async (t: DeliveryTask) => (ordered(t) ? t : pacer.prepare(t, store.get('destination', t.tenant_id, t.destination_id)));
+      // an ordered destination's deliveries form one line, run one at a time in the order read
+      // (docs/ordering.md); a paced delivery whose slot is still far only moves on to the delay
+      // topics: it takes none of its destination's places
+      const keyOf = (t: DeliveryTask) => (ordered(t) ? `${t.destination_id}/line` : t.slot_at != null && t.slot_at > Date.now() + 50 ? `${t.destination_id}/waits` : t.destination_id);
+      const perKey = (key: string) => (key.endsWith('/line') ? 1 : peers.share());
+      starting.push(runWindowedStage(stage, runnerDeps, { maxInFlight: config.deliveryMaxInFlight, keyOf, perKey, prepare }));
       // held deliveries go back wherever deliveries are made
       starting.push(runRelease(topics, store, runnerDeps));
     }

@@ -14,6 +14,7 @@ import { delayTopicFor } from './delay';
 import { OUTCOME_LINES, outcomeLineFields } from './lines';
 import { authHeader } from '../../core/destination-auth';
 import { holdTask, isHeld } from './hold';
+import type { OrderedLines } from './ordered-lines';
 import { deliveryKey, keptKey } from '../../core/record-keys';
 import { Pacer } from './pace';
 import { recordDelivery, type DeliveryOutcomeLabel } from '../../platform/metrics/metrics';
@@ -49,6 +50,8 @@ export interface DeliverDeps {
   pacer?: Pacer;
   /** Operational events of disabled destinations and exhausted deliveries; unset, none. */
   happenings?: HappeningsPort;
+  /** How long an ordered destination's delivery may wait in line (pipeline/deliver/ordered-lines.ts); unset, it never does. */
+  lines?: OrderedLines;
   now?: () => number;
 }
 
@@ -275,15 +278,45 @@ export function deliverStage(deps: DeliverDeps): RecordStage<'DeliveryTask'> {
     return { ...next, outputs: [{ topic: topics.deliveryCompleted, key, record: 'DeliveryOutcome', value: outcome }, ...next.outputs] };
   }
 
+  /**
+   * A delivery to an ordered destination, which the runner gives one at a time: each wait that
+   * ends soon enough (OrderedLines) is spent here, the deliveries behind it waiting, and the next
+   * attempt made in line; the outputs of every attempt go out together when its turn ends. A
+   * longer wait, a broken line or a stopping process sends it to the delay topics as any other.
+   */
+  async function inLine(first: Step, destinationId: string, since: number, key: string, ctx: StageContext, lines: OrderedLines): Promise<AnyOutput[]> {
+    const outputs: AnyOutput[] = [];
+    let step = first;
+    while (step.waits && lines.mayWait(destinationId, since, step.waits.not_before)) {
+      const next = step.waits;
+      outputs.push(...step.outputs);
+      if (!(await lines.wait(next.not_before - now()))) {
+        step = { outputs: [], waits: next, delivered: false };
+        break;
+      }
+      step = await once(next, key, ctx);
+    }
+    if (step.delivered) lines.delivered(destinationId);
+    else if (step.waits) {
+      if (!lines.isBroken(destinationId)) ctx.log.warn('delivery leaves its ordered line: later deliveries go ahead of it', { tenant_id: step.waits.tenant_id, destination_id: destinationId, delivery_id: step.waits.delivery_id, event_id: step.waits.event_id, attempt: step.waits.attempt, next_attempt_at: new Date(step.waits.not_before).toISOString() });
+      lines.left(destinationId);
+    }
+    return [...outputs, ...settle(step, key)];
+  }
+
   return {
     kind: 'record',
     ...stageIo(topics, 'deliver', 'DeliveryTask'),
     // its span covers the outbound request
     spanKind: SpanKind.CLIENT,
     async handle(input: DeliveryTask, ctx): Promise<AnyOutput[]> {
+      const since = now();
+      const destination = deps.destinations.get('destination', input.tenant_id, input.destination_id);
       // every record of a delivery keeps the key its task was written with (core/record-keys.ts)
-      const key = keptKey(ctx.source.key, () => deliveryKey(input, deps.destinations.get('destination', input.tenant_id, input.destination_id)));
-      return settle(await once(input, key, ctx), key);
+      const key = keptKey(ctx.source.key, () => deliveryKey(input, destination));
+      const step = await once(input, key, ctx);
+      if (destination?.ordered === true && deps.lines) return inLine(step, destination.id, since, key, ctx, deps.lines);
+      return settle(step, key);
     },
   };
 }

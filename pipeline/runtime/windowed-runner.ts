@@ -31,8 +31,11 @@ export interface WindowOptions {
   maxInFlight: number;
   /** Key of a record's work queue, and how many of one key run at once (per destination). */
   keyOf?: (value: never) => string;
-  /** A function when the limit moves (a share of a deployment-wide limit): read at every start and end. */
-  perKey?: number | (() => number);
+  /**
+   * A function when the limit moves (a share of a deployment-wide limit) or differs by key (an
+   * ordered destination's line runs one at a time): read at every start and end.
+   */
+  perKey?: number | ((key: string) => number);
   /**
    * Runs on a decoded record before it takes a place of its key, and may hand the handler a
    * changed value: a paced delivery waits for its send slot here, holding none of its
@@ -49,13 +52,13 @@ export interface WindowOptions {
 class KeyedLimit {
   private readonly queues = new Map<string, { running: number; waiting: (() => void)[] }>();
 
-  constructor(private readonly limit: () => number) {}
+  constructor(private readonly limit: (key: string) => number) {}
 
   async acquire(key: string): Promise<void> {
     let q = this.queues.get(key);
     if (!q) this.queues.set(key, (q = { running: 0, waiting: [] }));
     // a waiter is woken with its place taken for it (running counted by release)
-    if (q.running >= this.limit() || q.waiting.length > 0) await new Promise<void>((resolve) => q!.waiting.push(resolve));
+    if (q.running >= this.limit(key) || q.waiting.length > 0) await new Promise<void>((resolve) => q!.waiting.push(resolve));
     else q.running++;
   }
 
@@ -63,7 +66,7 @@ class KeyedLimit {
     const q = this.queues.get(key);
     if (!q) return;
     q.running--;
-    const limit = this.limit();
+    const limit = this.limit(key);
     while (q.running < limit && q.waiting.length > 0) {
       q.running++;
       q.waiting.shift()!();
