@@ -22,7 +22,8 @@ import { openClickHouse } from '../platform/clickhouse/client';
 import { migrate } from '../platform/clickhouse/migrate';
 import { ConfigStore } from '../platform/config-store/config-store';
 import { ensureTenant, issueApiKey } from '../platform/config-store/tenants';
-import { BatchingProducer } from '../platform/kafka/batching-producer';
+import { BatchingProducer, type BatchingOptions } from '../platform/kafka/batching-producer';
+import { ProducerLanes, watchPartitionCounts } from '../platform/kafka/producer-lanes';
 import { murmur2Partitioner } from '../platform/kafka/partitioner';
 import { createKafka, createProducer, ensureTopics } from '../platform/kafka/client';
 import { RedisNameClaims } from '../platform/redis/name-claims';
@@ -219,9 +220,15 @@ export async function startService(config: Config, log = new Logger(config.logLe
     await store.start();
     cleanups.push(() => store.stop());
 
-    const producer: Producer = createProducer(kafka, { createPartitioner: murmur2Partitioner });
-    await producer.connect();
-    cleanups.push(() => producer.disconnect());
+    // one idempotent producer per lane (KAFKA_PRODUCERS): each owns a share of the partitions
+    const producers: Producer[] = Array.from({ length: config.kafkaProducers }, () => createProducer(kafka, { createPartitioner: murmur2Partitioner }));
+    await Promise.all(producers.map((p) => p.connect()));
+    cleanups.push(() => Promise.all(producers.map((p) => p.disconnect())).then(() => undefined));
+    const producer = producers[0]!;
+    const partitionCounts = await watchPartitionCounts(admin, specs.map((s) => s.topic));
+    cleanups.push(async () => partitionCounts.stop());
+    /** A gathering producer per lane, as one sender. */
+    const lanes = (options: BatchingOptions) => new ProducerLanes(producers.map((p) => new BatchingProducer(p, options)), partitionCounts.partitionsOf);
 
     writeRunFile(config.dataDir, {
       pid: process.pid,
@@ -264,7 +271,7 @@ export async function startService(config: Config, log = new Logger(config.logLe
         await board.stop();
       });
     }
-    const outputs = new BatchingProducer(producer, { maxBatch: 1_000, maxInFlight: 3 });
+    const outputs = lanes({ maxBatch: 1_000 });
     const runnerDeps: RunnerDeps = {
       kafka, admin, outputs, codec, log, groupPrefix: groupPrefixOf(config.topicPrefix), deadLetterTopic: topics.eventsDlq,
       config: { versions: store, waitMs: config.configVersionWaitMs },
@@ -343,7 +350,7 @@ export async function startService(config: Config, log = new Logger(config.logLe
     if (has('ingest')) {
       const limiter = new IngestLimiter({ source: new RedisTokenLeases(redis), prefix: config.topicPrefix, perHook: config.ingestRateLimits.perHook, perTenant: config.ingestRateLimits.perTenant, timeoutMs: config.ingestRateLimits.timeoutMs, log });
       cleanups.push(async () => limiter.stop());
-      ingestDeps = { topics, config: store, codec, producer: new BatchingProducer(producer, { lingerMs: config.ingestLingerMs }), maxBodyBytes: config.ingestMaxBodyBytes, maxHops: config.maxHops, log, limiter };
+      ingestDeps = { topics, config: store, codec, producer: lanes({ lingerMs: config.ingestLingerMs }), maxBodyBytes: config.ingestMaxBodyBytes, maxHops: config.maxHops, log, limiter };
       ingest = ingestRouter(ingestDeps);
     }
     const evidenceStore = clickhouse && new EvidenceStore(clickhouse, config.clickhouseDatabase);

@@ -9,7 +9,7 @@ import type { Topics } from '../../core/topics';
 import type { Logger } from '../../core/log';
 import type { AvroCodec } from '../../platform/avro/codec';
 import type { Header, WebhookEvent } from '../../platform/avro/records';
-import type { BatchingProducer } from '../../platform/kafka/batching-producer';
+import type { RecordSender } from '../../platform/kafka/producer-lanes';
 import { CONFIG_VERSION_HEADER } from '../runtime/config-version';
 import { correlationIdOf } from './correlation';
 import { REDACTED_HEADERS, REDACTED_VALUE } from '../../core/secrets/redacted-headers';
@@ -30,7 +30,7 @@ export interface IngestDeps {
   topics: Topics;
   config: IngesterFinder;
   codec: AvroCodec;
-  producer: BatchingProducer;
+  producer: RecordSender;
   maxBodyBytes: number;
   /** Deliveries of this service a webhook may have passed through (X-Hookline-Hops). */
   maxHops: number;

@@ -3,7 +3,7 @@ import { errorMessage, type Logger } from '../../core/log';
 import { groupIdOf } from '../../core/topics';
 import { UndecodableRecordError, type AvroCodec } from '../../platform/avro/codec';
 import type { RecordName, RecordTypes } from '../../platform/avro/records';
-import type { BatchingProducer } from '../../platform/kafka/batching-producer';
+import type { RecordSender } from '../../platform/kafka/producer-lanes';
 import { watchConsumerLag } from '../../platform/metrics/consumer-lag';
 import { undecodableLetter, undecodableReason } from '../dead-letter';
 import { ConfigGate, type ConfigVersions } from './config-version';
@@ -16,7 +16,7 @@ export interface RunnerDeps {
    * The process's one gathering producer: the outputs of every stage share its Kafka requests
    * (acks=all), so that the request count follows the load's batching, not the number of stages.
    */
-  outputs: BatchingProducer;
+  outputs: RecordSender;
   codec: AvroCodec;
   log: Logger;
   /** Consumer groups are `<groupPrefix><stage name>`. */
@@ -102,6 +102,13 @@ export interface ConsumeOptions {
   inputs: readonly { topic: string; record: RecordName; fields?: readonly string[] }[];
   /** Partitions whose batches are handled at once. */
   partitionsConsumedConcurrently: number;
+  /**
+   * For a consumer that gathers what it reads anyway (the sink's inserts, the sequencer's
+   * batches): the broker holds a fetch until `minBytes` are there or `maxWaitMs` passed, so
+   * under load one fetch carries what many would, and at low rates a record does not wake the
+   * consumer on its own. Unset: the broker answers as soon as one record is there.
+   */
+  fetchLinger?: FetchLinger;
   consumer?: Partial<ConsumerConfig>;
   /** Told each new assignment (topic → partitions), before any batch of it. */
   onAssign?(assigned: Record<string, number[]>): void;
@@ -109,6 +116,12 @@ export interface ConsumeOptions {
   busy?(): boolean;
   /** Runs while stopping, after the work in hand and before the last commit: seal or flush. */
   beforeLeave?(): Promise<void>;
+}
+
+/** How long, and for how many bytes, the broker may hold a consumer's fetch. */
+export interface FetchLinger {
+  minBytes: number;
+  maxWaitMs: number;
 }
 
 /** An output encoded for its topic. */
@@ -158,6 +171,7 @@ export async function consume(deps: RunnerDeps, options: ConsumeOptions, handle:
     heartbeatInterval: 3_000,
     allowAutoTopicCreation: false,
     retry: { retries: 10, initialRetryTime: 200, restartOnFailure: async () => !stopped },
+    ...(options.fetchLinger ? { minBytes: options.fetchLinger.minBytes, maxWaitTimeInMs: options.fetchLinger.maxWaitMs } : {}),
     ...options.consumer,
   });
   await consumer.connect();
