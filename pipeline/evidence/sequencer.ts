@@ -310,6 +310,8 @@ export async function runEvidenceSequencer(topics: Topics, deps: RunnerDeps, opt
       name: io.name,
       inputs: [{ topic, record: 'DeliveryOutcome' }],
       partitionsConsumedConcurrently: 1,
+      // outcomes wait up to batchAgeMs for their seal anyway: a fetch may wait half of it for more
+      fetchLinger: { minBytes: 256 * 1024, maxWaitMs: Math.max(1, Math.floor(options.batchAgeMs / 2)) },
       // the owner joins with its term and keeps the log across rebalances
       consumer: { maxBytes: 8 * 1024 * 1024, partitionAssigners: [oneOwnerAssigner(() => term)] },
       // a new assignment may follow another process's appends: claim the writer and start again

@@ -258,6 +258,8 @@ export async function runSink(topics: Topics, writer: RowWriter, deps: RunnerDep
       inputs,
       partitionsConsumedConcurrently: 1,
       consumer: { maxBytes: 16 * 1024 * 1024 },
+      // rows wait up to flushMs for their insert anyway: a fetch may wait half of it for more
+      fetchLinger: { minBytes: 512 * 1024, maxWaitMs: Math.max(1, Math.floor(options.flushMs / 2)) },
       onAssign: () => {
         evidenceHead = undefined;
       },
