@@ -3,7 +3,7 @@ import { apiTarget, callApi } from './api-client';
 import { CliError } from './connect';
 
 export const DESTINATIONS_USAGE = `  npm run cli -- destinations update <id> [--name <text>] [--url <url>] [--rate-limit <n|none>] [--event-types <a,b|all>]
-                 [--enabled true|false] [--patch '<JSON merge patch>'] [--if-match <etag>]
+                 [--enabled true|false] [--ordered true|false] [--patch '<JSON merge patch>'] [--if-match <etag>]
   npm run cli -- destinations pause <id> [--if-match <etag>]
   npm run cli -- destinations resume <id> [--if-match <etag>]
   npm run cli -- destinations rotate-secret <id> [--overlap <seconds>] [--if-match <etag>]
@@ -37,11 +37,13 @@ export function patchOf(values: Values): Record<string, unknown> {
     const v = values['event-types'];
     patch.event_types = v === 'all' ? null : v.split(',').map((t) => t.trim()).filter(Boolean);
   }
-  if (typeof values.enabled === 'string') {
-    if (values.enabled !== 'true' && values.enabled !== 'false') throw new CliError('--enabled must be true or false');
-    patch.enabled = values.enabled === 'true';
+  for (const flag of ['enabled', 'ordered'] as const) {
+    const v = values[flag];
+    if (typeof v !== 'string') continue;
+    if (v !== 'true' && v !== 'false') throw new CliError(`--${flag} must be true or false`);
+    patch[flag] = v === 'true';
   }
-  if (Object.keys(patch).length === 0) throw new CliError('destinations update needs something to change: --name, --url, --rate-limit, --event-types, --enabled or --patch');
+  if (Object.keys(patch).length === 0) throw new CliError('destinations update needs something to change: --name, --url, --rate-limit, --event-types, --enabled, --ordered or --patch');
   return patch;
 }
 
@@ -58,6 +60,7 @@ export async function destinationsCommand(argv: string[]): Promise<Record<string
       'rate-limit': { type: 'string' },
       'event-types': { type: 'string' },
       enabled: { type: 'string' },
+      ordered: { type: 'string' },
       patch: { type: 'string' },
       'if-match': { type: 'string' },
       overlap: { type: 'string' },

@@ -8,6 +8,7 @@ import { DEFAULT_STATE_FILE, verifyDeliveryEvidence, type VerifyOptions } from '
 import { readRunFile } from '../infra/local';
 import { checkHealth } from './health';
 import { destinationsCommand, DESTINATIONS_USAGE } from './destinations';
+import { ingestersCommand, INGESTERS_USAGE } from './ingesters';
 import { searchDeliveries } from './search';
 import { replaysCommand, REPLAYS_USAGE } from './replays';
 import { eventTypesCommand } from './event-types';
@@ -64,10 +65,12 @@ ${DELIVERIES_USAGE}
                  (the tenant, scopes and limits of the key in HOOKLINE_API_KEY)
 ${EVENTS_USAGE}
 ${DESTINATIONS_USAGE}
+${INGESTERS_USAGE}
 ${REPLAYS_USAGE}`;
 
 async function main(argv: string[]): Promise<void> {
   if (argv[0] === 'destinations' && !argv.includes('--help') && !argv.includes('-h')) return void process.stdout.write(`${JSON.stringify(await destinationsCommand(argv.slice(1)))}\n`);
+  if (argv[0] === 'ingesters' && !argv.includes('--help') && !argv.includes('-h')) return void process.stdout.write(`${JSON.stringify(await ingestersCommand(argv.slice(1)))}\n`);
   const { positionals, values } = parseArgs({
     args: argv,
     allowPositionals: true,

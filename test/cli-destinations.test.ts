@@ -33,8 +33,9 @@ describe('cli destinations', () => {
   };
 
   it('updates, pauses, resumes and rotates, each answer one JSON line; changes lists them', async () => {
-    const updated = await run(['update', id, '--name', 'cli renamed', '--rate-limit', '12', '--event-types', 'a.*,b', '--enabled', 'true', '--patch', '{"retry_schedule_ms":[0,100]}']);
-    expect(updated).toMatchObject({ id, name: 'cli renamed', rate_limit_per_s: 12, event_types: ['a.*', 'b'], retry_schedule_ms: [0, 100] });
+    const updated = await run(['update', id, '--name', 'cli renamed', '--rate-limit', '12', '--event-types', 'a.*,b', '--enabled', 'true', '--ordered', 'true', '--patch', '{"retry_schedule_ms":[0,100]}']);
+    expect(updated).toMatchObject({ id, name: 'cli renamed', rate_limit_per_s: 12, event_types: ['a.*', 'b'], retry_schedule_ms: [0, 100], ordered: true });
+    expect((await svc.api('GET', `/v1/tenants/${svc.tenantId}/destinations/${id}`)).body.ordered).toBe(true);
     expect(await run(['pause', id])).toMatchObject({ status: 'paused', enabled: false });
     expect(await run(['resume', id])).toMatchObject({ status: 'active', enabled: true });
     const etag = (await svc.api('GET', `/v1/tenants/${svc.tenantId}/destinations/${id}`)).headers.get('etag')!;
@@ -49,5 +50,6 @@ describe('cli destinations', () => {
     await fails(['update', id, '--if-match', '"1"', '--name', 'stale'], /^412 precondition-failed: /);
     await fails(['update', id, '--patch', '{"colour":"red"}'], /^422 unprocessable-entity: .*colour: is not a member of this body/);
     await fails(['rotate-secret', id, '--overlap', 'soon'], /--overlap must be a whole number/);
+    await fails(['update', id, '--ordered', 'yes'], /--ordered must be true or false/);
   }, 120_000);
 });

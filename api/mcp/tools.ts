@@ -155,7 +155,7 @@ const DESTINATION_CHANGE_TOOLS: ToolSpec[] = [
   },
   {
     name: 'update_destination', title: 'Change a destination', group: 'write:destinations', scope: 'write:destinations',
-    description: 'A JSON merge patch of the destination: the members given replace the stored ones, null resets one to its default, the rest stay (name, url, retry_schedule_ms, auth, enabled, rate_limit_per_s, event_types, filter).',
+    description: 'A JSON merge patch of the destination: the members given replace the stored ones, null resets one to its default, the rest stay (name, url, retry_schedule_ms, auth, enabled, rate_limit_per_s, ordered, event_types, filter).',
     input: { body: 'DestinationPatch', properties: { destination_id: destinationId, if_match: ifMatch, idempotency_key: idempotencyKey }, required: ['destination_id'] }, output: 'Destination', annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true },
     run: (d, c) => patchDestination(d, c, bodyOf(c.args, 'destination_id', 'if_match')),
   },
@@ -298,7 +298,7 @@ export const TOOLS: ToolSpec[] = [
   },
   {
     name: 'update_ingester', title: 'Update an ingester', group: 'write:ingesters', scope: 'write:ingesters',
-    description: 'Replaces the name and, when given, the provider, config, filters and destinations of an ingester.',
+    description: 'Replaces the name and, when given, the provider, config, filters, ordered and destinations of an ingester.',
     input: { body: 'IngesterUpdate', properties: { ingester_id: id('The ingester (ing_...).'), idempotency_key: idempotencyKey }, required: ['ingester_id'] }, output: 'Ingester', annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true },
     run: (d, c) => rest(d, c, 'PUT', tenantPath(c, `/ingesters/${enc(String(c.args.ingester_id))}`), { body: bodyOf(c.args, 'ingester_id') }),
   },

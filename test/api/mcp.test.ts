@@ -361,6 +361,20 @@ describe('MCP endpoint', () => {
     expect(history.changes.map((c: Json) => c.action)).toEqual(['secret_rotated', 'resumed', 'paused', 'updated', 'updated', 'created']);
     expect(JSON.stringify(history)).not.toContain(String(rotated.signing_secret));
   });
+  it('ordered is set, shown and changed through the destination and ingester tools', async () => {
+    const created = await ok('create_destination', { name: 'mcp ordered', url: receiver.url, ordered: true });
+    const id = String(created.id);
+    expect(created.ordered).toBe(true);
+    expect(await ok('get_destination', { destination_id: id })).toMatchObject({ ordered: true });
+    expect(await ok('update_destination', { destination_id: id, ordered: false })).toMatchObject({ ordered: false });
+    expect(problemOf(await call('update_destination', { destination_id: id, ordered: 'yes' }))).toMatchObject({ status: 400 });
+    const ingester = await ok('create_ingester', { name: 'mcp ordered in', provider: 'none', ordered: true, destination_ids: [id] });
+    expect(ingester.ordered).toBe(true);
+    expect(await ok('update_ingester', { ingester_id: ingester.id, name: 'mcp ordered in', ordered: false })).toMatchObject({ ordered: false });
+    // left out of an update, it stays
+    expect(await ok('update_ingester', { ingester_id: ingester.id, name: 'mcp ordered renamed' })).toMatchObject({ ordered: false, name: 'mcp ordered renamed' });
+    expect((await svc.api('GET', `${base()}/ingesters/${String(ingester.id)}`)).body.ordered).toBe(false);
+  });
   it('start_replay, get_replay, list_replays and cancel_replay drive replay jobs through the REST rules', async () => {
     const range = { from: '2020-01-01T00:00:00Z', to: '2020-01-02T00:00:00Z' };
     // cancelled while running (a runner picks a new job up within a second: a lost race is tried again)
