@@ -25,7 +25,7 @@ import { createKafka, ensureTopics, fetchTopicOffsets } from '../platform/kafka/
 import { closedLoop, epochMs, paced, pool, post, taggedBody } from './lib/load';
 import { rawLoop } from './raw-kafkajs';
 import { kafkaRequests, requestsPerEvent, requestsText, type RequestsPerEvent } from './lib/kafka-requests';
-import { cpuBetween, cpuSnapshot, killAllChildren, REPO_ROOT, rssBytes, spawnScript, tail, type Child } from './lib/procs';
+import { cpuBetween, cpuSnapshot, killAllChildren, REPO_ROOT, rssBytes, spawnScript, tail, type Child, type OtherTree } from './lib/procs';
 import { chart, markdown, met, type Entry, type Results } from './lib/report';
 import { createFlows, ReceiverClient, RUN_KEK, startInstance, type Flow, type Infra, type ServiceInstance } from './lib/service';
 import { median, overReps, quantile, round, sleep, slope, summary } from './lib/stats';
@@ -75,7 +75,7 @@ const S = {
   logLevel: process.env.BENCH_LOG_LEVEL ?? 'info',
   throttleRate: Math.max(1, int('THROTTLE_RATE', 50, 50)),
 };
-const ALL_SCENARIOS = ['ingest', 'delivery', 'end_to_end', 'memory', 'peer_bullmq', 'kafka_client', 'sink', 'query', 'evidence', 'search', 'throttle'] as const;
+const ALL_SCENARIOS = ['ingest', 'delivery', 'end_to_end', 'memory', 'peer_bullmq', 'before_after', 'kafka_client', 'sink', 'query', 'evidence', 'search', 'throttle'] as const;
 type Scenario = (typeof ALL_SCENARIOS)[number];
 const SELECTED = new Set<string>((process.env.BENCH_SCENARIOS ?? ALL_SCENARIOS.join(',')).split(',').map((s) => s.trim()).filter(Boolean));
 for (const s of SELECTED) if (!(ALL_SCENARIOS as readonly string[]).includes(s)) throw new Error(`BENCH_SCENARIOS: unknown scenario ${s}; known: ${ALL_SCENARIOS.join(', ')}`);
@@ -808,6 +808,69 @@ async function scenarioPeerBullmq(ctx: Ctx): Promise<void> {
   }
 }
 
+/**
+ * An earlier commit of the service (BENCH_BEFORE_TREE: a checkout with its own node_modules, run
+ * through tsx on BENCH_BEFORE_NODE, as its `npm start` did) against this one, under the
+ * end-to-end closed loop, alternating; CPU of each service process per delivered event.
+ */
+const BEFORE: OtherTree | undefined = process.env.BENCH_BEFORE_TREE ? { dir: path.resolve(process.env.BENCH_BEFORE_TREE), node: process.env.BENCH_BEFORE_NODE ?? process.execPath } : undefined;
+
+async function scenarioBeforeAfter(ctx: Ctx, before: OtherTree): Promise<void> {
+  const commit = execFileSync('git', ['rev-parse', '--short=12', 'HEAD'], { cwd: before.dir, encoding: 'utf8' }).trim();
+  const nodeVersion = execFileSync(before.node, ['--version'], { encoding: 'utf8' }).trim();
+  say(`starting this service and the one at ${commit} (${before.dir}, node ${nodeVersion}) for before/after`);
+  const now = await startInstance({ name: 'svc-now', root: ctx.root, prefix: 'bench7.', stages: 'all', infra: ctx.infra, logLevel: S.logLevel });
+  const then = await startInstance({ name: 'svc-before', root: ctx.root, prefix: 'bench8.', stages: 'all', infra: ctx.infra, logLevel: S.logLevel, from: before });
+  const pools: ReturnType<typeof pool>[] = [];
+  try {
+    const groups = groupsOf(ctx, { service: now.proc.pid, 'service before': then.proc.pid });
+    const sides = [];
+    for (const [name, svc, own, other] of [['now', now, 'service', 'service before'], ['before', then, 'service before', 'service']] as const) {
+      const flows = await createFlows(svc, ctx.rec.hookUrl, S.flows, PARTITIONS);
+      const p = pool(svc.url, S.concurrency);
+      pools.push(p);
+      sides.push({ name, svc, own, pool: p, paths: flows.map((f) => f.hookPath), counts: (part: string) => part !== other });
+    }
+    for (const side of sides) {
+      const warm = runTag();
+      await ctx.rec.reset(warm);
+      for (let i = 0; i < side.paths.length; i++) {
+        const r = await post(side.pool, side.paths[i]!, taggedBody(warm, i, epochMs()), 202);
+        if (!r.ok) throw new Error(`${side.name} warm-up webhook answered ${r.status}`);
+      }
+      if ((await ctx.rec.waitFor(side.paths.length, 120_000)) < side.paths.length) throw new Error(`${side.name} warm-up events were not delivered`);
+    }
+    const reps = sides.map(() => [] as Awaited<ReturnType<typeof closedLoopThrough>>[]);
+    for (let rep = 0; rep < S.reps; rep++) {
+      for (const [i, side] of sides.entries()) reps[i]!.push(await closedLoopThrough(ctx, { ...side, groups }));
+      const [a, b] = [reps[0]![rep]!, reps[1]![rep]!];
+      say(`before/after rep ${rep + 1}/${S.reps}: now ${Math.round(a.deliveredPerS)} delivered/s, service ${a.byPart.service} CPU us/event (all ${Math.round(a.cpuUsPerEvent)}); before ${Math.round(b.deliveredPerS)} delivered/s, service ${b.byPart['service before']} CPU us/event (all ${Math.round(b.cpuUsPerEvent)})`);
+    }
+    const serviceCpu = (xs: Awaited<ReturnType<typeof closedLoopThrough>>[], part: string) => xs.map((x) => x.byPart[part] ?? NaN);
+    const v = overReps(serviceCpu(reps[0]!, 'service'), 0);
+    const b = overReps(serviceCpu(reps[1]!, 'service before'), 0);
+    const rate = (xs: Awaited<ReturnType<typeof closedLoopThrough>>[]) => round(median(xs.map((x) => x.deliveredPerS)), 0);
+    const all = (xs: Awaited<ReturnType<typeof closedLoopThrough>>[]) => round(median(xs.map((x) => x.cpuUsPerEvent)), 0);
+    entry({
+      name: 'before_after',
+      metric: `service process CPU per delivered event, this commit against ${commit}`,
+      unit: 'us/event',
+      ...v,
+      repetitions: S.reps,
+      baseline: { name: `the service at ${commit} (node ${nodeVersion}, through tsx)`, ...b, unit: 'us/event' },
+      ratio: round(b.value / v.value),
+      target: 2,
+      better: 'higher',
+      notes: `Both services run all stages in their own process on the same broker, Redis and receiver (their own topic prefixes), under the end-to-end scenario's closed loop (${S.concurrency} connections over ${S.flows} flows, at most ${S.e2eWindow} events in flight, ${S.warmupS} s warm-up, ${S.seconds} s counted), alternating each repetition; the idle one keeps polling. The earlier commit runs from ${before.dir} through tsx on node ${nodeVersion}, this one compiled on node ${process.version}. Delivered/s: now ${rate(reps[0]!)}, before ${rate(reps[1]!)}; CPU of every process per delivered event (the idle service excluded): now ${all(reps[0]!)}, before ${all(reps[1]!)} us. Median per part (us/event): now ${partsText(medianParts(reps[0]!.map((x) => x.byPart)))}; before ${partsText(medianParts(reps[1]!.map((x) => x.byPart)))}. ratio = before / now; target: half the earlier commit's service CPU per event (ratio >= 2).`,
+      details: { before: { commit, node: nodeVersion, per_rep: reps[1] }, now: { node: process.version, per_rep: reps[0] } },
+    });
+  } finally {
+    await Promise.all(pools.map((p) => p.close().catch(() => undefined)));
+    await now.proc.stop();
+    await then.proc.stop();
+  }
+}
+
 function bullmqVersion(): string {
   try {
     return (JSON.parse(readFileSync(path.join(REPO_ROOT, 'node_modules/bullmq/package.json'), 'utf8')) as { version: string }).version;
@@ -1340,6 +1403,7 @@ async function main(): Promise<number> {
     }
     const infra = ctx;
     if (infra && wants('peer_bullmq')) await timed('peer_bullmq', () => scenarioPeerBullmq(infra));
+    if (infra && wants('before_after') && BEFORE) await timed('before_after', () => scenarioBeforeAfter(infra, BEFORE));
     if (infra && wants('kafka_client')) await timed('kafka_client', () => scenarioKafkaClient(infra));
     if (infra && wants('sink')) await timed('sink', () => scenarioSink(infra));
     if (infra && wants('query')) await timed('query', () => scenarioQuery(infra));

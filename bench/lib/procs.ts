@@ -51,12 +51,19 @@ function builtService(): string {
   return path.join(REPO_ROOT, 'dist', 'service', 'main.js');
 }
 
-export function spawnScript(name: string, script: string, args: string[], env: NodeJS.ProcessEnv, logFile: string): Child {
+/** Another checkout of the project (an earlier commit, its own node_modules) and the node it runs on. */
+export interface OtherTree {
+  dir: string;
+  node: string;
+}
+
+export function spawnScript(name: string, script: string, args: string[], env: NodeJS.ProcessEnv, logFile: string, from?: OtherTree): Child {
   const fd = openSync(logFile, 'a');
   // BENCH_PROFILE_DIR: service processes write a V8 CPU profile there when they exit
   const profile = process.env.BENCH_PROFILE_DIR && script === 'service/main.ts' ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : [];
-  const entry = script === 'service/main.ts' ? [builtService()] : ['--import', 'tsx', script];
-  const child = spawn(process.execPath, [...profile, ...NODE_FLAGS, ...entry, ...args], { cwd: REPO_ROOT, env, stdio: ['ignore', fd, fd], detached: true });
+  // another tree runs its script as its own `npm start` did before compiled builds: through tsx
+  const entry = from ? ['--import', 'tsx', script] : script === 'service/main.ts' ? [builtService()] : ['--import', 'tsx', script];
+  const child = spawn(from?.node ?? process.execPath, [...profile, ...NODE_FLAGS, ...entry, ...args], { cwd: from?.dir ?? REPO_ROOT, env, stdio: ['ignore', fd, fd], detached: true });
   closeSync(fd);
   if (child.pid === undefined) throw new Error(`${name} did not start`);
   const pid = child.pid;

@@ -5,7 +5,7 @@ import { Partitioners } from 'kafkajs';
 import { Pool } from 'undici';
 import { generateSignerKey } from '../../core/signed-note';
 import { freePort } from '../../infra/process/ports';
-import { spawnScript, type Child } from './procs';
+import { spawnScript, type Child, type OtherTree } from './procs';
 import { sleep } from './stats';
 import { callApi } from '../../test/support/service-process';
 
@@ -35,7 +35,7 @@ export interface ServiceInstance {
  * with its own data dir and topic prefix (so instances never see each other's records),
  * and the demo tenant whose key it prints on first start.
  */
-export async function startInstance(opts: { name: string; root: string; prefix: string; stages: string; infra: Infra; logLevel: string; extraEnv?: Record<string, string> }): Promise<ServiceInstance> {
+export async function startInstance(opts: { name: string; root: string; prefix: string; stages: string; infra: Infra; logLevel: string; extraEnv?: Record<string, string>; from?: OtherTree }): Promise<ServiceInstance> {
   const dataDir = path.join(opts.root, opts.name);
   mkdirSync(dataDir, { recursive: true });
   const port = await freePort();
@@ -67,7 +67,7 @@ export async function startInstance(opts: { name: string; root: string; prefix: 
     EVIDENCE_SIGNING_KEY: RUN_EVIDENCE_KEY,
     ...opts.extraEnv,
   });
-  const proc = spawnScript(`service ${opts.name}`, 'service/main.ts', [], env, path.join(opts.root, `${opts.name}.log`));
+  const proc = spawnScript(`service ${opts.name}`, 'service/main.ts', [], env, path.join(opts.root, `${opts.name}.log`), opts.from);
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 180_000;
   for (;;) {
