@@ -66,7 +66,7 @@ function main(): void {
     if (functionName === '(garbage collector)') kind = 'garbage collection';
     else if (functionName === '(idle)' || functionName === '(program)' || functionName === '(root)') kind = functionName;
     else kind = KINDS.find(([, re]) => re.test(url))?.[0];
-    stage = STAGES.find(([, re]) => re.test(url))?.[0];
+    if (!url.includes('/node_modules/')) stage = STAGES.find(([, re]) => re.test(url))?.[0];
     const up = parent.get(id);
     const [upKind, upStage] = up === undefined ? ['other', 'not on a stage\'s stack (Kafka answers, sockets, timers)'] : classify(up);
     // the innermost library frame names the kind of work; the innermost stage frame the stage
