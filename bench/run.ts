@@ -1367,7 +1367,7 @@ async function main(): Promise<number> {
   let ctx: Ctx | undefined;
   let ok = false;
   try {
-    const needsInfra = ['ingest', 'delivery', 'end_to_end', 'memory', 'peer_bullmq', 'kafka_client', 'sink', 'query', 'throttle'].some((s) => wants(s as Scenario));
+    const needsInfra = ['ingest', 'delivery', 'end_to_end', 'memory', 'peer_bullmq', 'before_after', 'kafka_client', 'sink', 'query', 'throttle'].some((s) => wants(s as Scenario));
     if (needsInfra) {
       const t = performance.now();
       [kafkaServer, redis] = await Promise.all([startLocalKafka(path.join(root, 'kafka')), startLocalRedis(path.join(root, 'redis'))]);
