@@ -3,8 +3,7 @@
  * this script once per client and task, so that each figure is the CPU of that client alone.
  *
  *   produce  KC_COUNT records (key `r<i>`, a 1.3 KB value carrying i) to KC_TOPIC, KC_BATCH
- *            records per send, idempotent, acks=all, at most KC_INFLIGHT sends in flight (one for
- *            @platformatic/kafka, see platformaticProduce);
+ *            records per send, idempotent, acks=all, at most KC_INFLIGHT sends in flight;
  *   consume  read KC_TOPIC from the beginning with the new group KC_GROUP, committing after each
  *            batch; every record is checked (see `Tally`), and the run fails unless exactly
  *            KC_COUNT distinct records arrived with the expected contents;
@@ -14,8 +13,10 @@
  * KC_CLIENT is `kafkajs` (the service's client, with its settings and partitioner) or `platformatic`
  * (@platformatic/kafka). The process prints `kclient started` when the measured part begins
  * (the first send, or the first record received) and `kclient result {json}` at the end, with
- * the elapsed time and its own CPU time (process.cpuUsage) over that part, then exits.
+ * the elapsed time, its own CPU time (process.cpuUsage) and the requests the broker answered
+ * (Produce, Fetch, OffsetCommit, other) over that part, then exits.
  */
+import { subscribe } from 'node:diagnostics_channel';
 import { inspect } from 'node:util';
 import { crc32 } from 'node:zlib';
 import type { Consumer, Producer } from 'kafkajs';
@@ -100,21 +101,45 @@ class Tally {
   }
 }
 
-/** The measured part: wall time and this process's CPU from `start` to `finish`. */
+/**
+ * Requests the broker answered, by API name, as each client reports them: kafkajs' REQUEST
+ * event of its producer and consumer, @platformatic/kafka's diagnostics channel of answered
+ * requests. Either is built for every request whether or not anyone listens; counting is one
+ * addition per request, so the counts leave the measured CPU as it was.
+ */
+const answered = new Map<string, number>();
+function countRequest(api: string): void {
+  answered.set(api, (answered.get(api) ?? 0) + 1);
+}
+
+/** Requests answered since `before`: the three of a stage's hop by name, the rest together. */
+function requestsSince(before: ReadonlyMap<string, number>): Record<string, number> {
+  const out: Record<string, number> = { Produce: 0, Fetch: 0, OffsetCommit: 0, other: 0 };
+  for (const [api, n] of answered) {
+    const key = api in out && api !== 'other' ? api : 'other';
+    out[key]! += n - (before.get(api) ?? 0);
+  }
+  return out;
+}
+
+/** The measured part: wall time, this process's CPU and the requests answered from `start` to `finish`. */
 class Window {
   private t0 = 0;
   private cpu0: NodeJS.CpuUsage | undefined;
+  private requests0: ReadonlyMap<string, number> = new Map();
   start(): void {
     if (this.cpu0) return;
     this.t0 = performance.now();
     this.cpu0 = process.cpuUsage();
+    this.requests0 = new Map(answered);
     process.stdout.write('kclient started\n');
   }
   finish(count: number, extra: Record<string, unknown> = {}): void {
     const ms = performance.now() - this.t0;
     const cpu = process.cpuUsage(this.cpu0);
     const cpuUs = cpu.user + cpu.system;
-    process.stdout.write(`kclient result ${JSON.stringify({ client: CLIENT, mode: MODE, count, ms, per_s: (count / ms) * 1000, cpu_us: cpuUs, cpu_us_per_record: cpuUs / count, ...extra })}\n`);
+    const requests = requestsSince(this.requests0);
+    process.stdout.write(`kclient result ${JSON.stringify({ client: CLIENT, mode: MODE, count, ms, per_s: (count / ms) * 1000, cpu_us: cpuUs, cpu_us_per_record: cpuUs / count, requests, ...extra })}\n`);
   }
 }
 
@@ -150,6 +175,7 @@ async function sendAll(count: number, inflight: number, send: (from: number, to:
 async function kafkajsProduce(): Promise<void> {
   const kafka = createKafka(BROKERS, `kc-produce-${process.pid}`);
   const producer: Producer = createProducer(kafka, { createPartitioner: murmur2Partitioner });
+  producer.on(producer.events.REQUEST, (e) => countRequest(e.payload.apiName));
   await producer.connect();
   const records = Array.from({ length: COUNT }, (_, i) => recordOf(i));
   const w = new Window();
@@ -165,9 +191,11 @@ async function kafkajsConsume(passTo: string | undefined): Promise<void> {
   let producer: Producer | undefined;
   if (passTo) {
     producer = createProducer(kafka, { createPartitioner: murmur2Partitioner });
+    producer.on(producer.events.REQUEST, (e) => countRequest(e.payload.apiName));
     await producer.connect();
   }
   const consumer: Consumer = kafka.consumer({ groupId: env('KC_GROUP'), maxWaitTimeInMs: 50, sessionTimeout: 10_000, heartbeatInterval: 3_000, maxBytes: MAX_BYTES, maxBytesPerPartition: MAX_BYTES_PER_PARTITION, allowAutoTopicCreation: false });
+  consumer.on(consumer.events.REQUEST, (e) => countRequest(e.payload.apiName));
   await consumer.connect();
   await consumer.subscribe({ topics: [TOPIC], fromBeginning: true });
   const tally = new Tally(COUNT);
@@ -199,26 +227,37 @@ async function kafkajsConsume(passTo: string | undefined): Promise<void> {
 // ---------------------------------------------------------------------------------------------
 // @platformatic/kafka, with the same batching
 
+/**
+ * Counts the requests every client of this process gets answered: `channel` is the one
+ * published as each answer arrives (process-wide), `names` the API names by key.
+ */
+function countPlatformaticRequests(channel: string | symbol, names: Readonly<Record<number, string>>): void {
+  subscribe(channel, (message) => {
+    const apiKey = (message as { apiKey?: number }).apiKey;
+    countRequest((apiKey === undefined ? undefined : names[apiKey]) ?? 'unknown');
+  });
+}
+
 async function platformaticProduce(): Promise<void> {
   const pk = await import('@platformatic/kafka');
+  countPlatformaticRequests(pk.connectionsApiChannel.asyncStart.name, pk.protocolAPIsById);
   const producer = new pk.Producer({ clientId: `kc-produce-${process.pid}`, bootstrapBrokers: BROKERS, idempotent: true, acks: pk.ProduceAcks.ALL, autocreateTopics: false });
   const records = Array.from({ length: COUNT }, (_, i) => ({ topic: TOPIC, ...recordOf(i) }));
   // the idempotent producer's id is fetched by the first send; do it before the clock starts, as kafkajs' connect does
   await producer.initIdempotentProducer({});
   const w = new Window();
   w.start();
-  // Its idempotent producer numbers a request's records when the request is built and advances
-  // the numbers only when the answer arrives, so a second send begun before the first is
-  // answered repeats the sequence numbers (the broker refuses it as out of order, or drops it
-  // as a duplicate). One send at a time then, which is what kafkajs does internally: it holds
-  // a lock per broker from numbering a request to its answer.
-  await sendAll(COUNT, 1, (from, to) => producer.send({ messages: records.slice(from, to) }));
+  // As many sends in flight as kafkajs gets: since 2.3 the idempotent producer advances its
+  // sequence numbers when it builds a request (1.x did on the answer, so concurrent sends
+  // repeated numbers), and it keeps one request in flight per broker connection, as kafkajs does.
+  await sendAll(COUNT, INFLIGHT, (from, to) => producer.send({ messages: records.slice(from, to) }));
   w.finish(COUNT);
   await producer.close();
 }
 
 async function platformaticConsume(passTo: string | undefined): Promise<void> {
   const pk = await import('@platformatic/kafka');
+  countPlatformaticRequests(pk.connectionsApiChannel.asyncStart.name, pk.protocolAPIsById);
   const expected = expectedChecksum(COUNT);
   const producer = passTo ? new pk.Producer({ clientId: `kc-pass-${process.pid}`, bootstrapBrokers: BROKERS, idempotent: true, acks: pk.ProduceAcks.ALL, autocreateTopics: false }) : undefined;
   if (producer) await producer.initIdempotentProducer({});
