@@ -2,7 +2,6 @@ import { Redis } from 'ioredis';
 import type { Admin, Producer } from 'kafkajs';
 import { Webhook } from 'standardwebhooks';
 import { newId } from '../../core/ids';
-import { groupIdOf, groupPrefixOf } from '../../core/topics';
 import { AvroCodec } from '../../platform/avro/codec';
 import type { DeliveryTask } from '../../platform/avro/records';
 import { CONFIG_VERSION_HEADER } from '../../pipeline/runtime/config-version';
@@ -11,7 +10,7 @@ import { BreakerBoard } from '../../platform/redis/breaker-board';
 import { destinationWithIngester } from '../support/flow';
 import { receiverPool } from '../support/receiver';
 import { eventually, startTestService, type TestService } from '../support/service';
-import { joiningEnv, spawnService, stopService, type ServiceProcess } from '../support/service-process';
+import { joiningEnv, spawnService, stopService, type ServiceProcess, waitForGroupMembers } from '../support/service-process';
 
 /**
  * Both deliver processes sync with each other only every 10 s, so each sees the destination fail
@@ -39,11 +38,7 @@ describe('a breaker opening in two deliver processes', () => {
     admin = svc.service.kafka.admin();
     redis = new Redis(process.env.REDIS_URL!);
     await Promise.all([producer.connect(), admin.connect(), codec.register({ [svc.service.topics.deliveryRequested]: 'DeliveryTask' }), other.waitForOutput(/"msg":"service ready"/)]);
-    const group = groupIdOf(groupPrefixOf(svc.config.topicPrefix), 'deliver');
-    await eventually('two deliver processes in the group', async () => {
-      const { groups } = await admin.describeGroups([group]);
-      return groups[0]?.state === 'Stable' && groups[0].members.length === 2 ? true : undefined;
-    }, 60_000, 200);
+    await waitForGroupMembers(admin, svc.config.topicPrefix, 'deliver', 2);
   }, 120_000);
   afterAll(async () => {
     await Promise.all([other && stopService(other), producer?.disconnect(), admin?.disconnect(), redis?.quit()]);

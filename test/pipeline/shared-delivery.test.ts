@@ -1,7 +1,6 @@
 import { Redis } from 'ioredis';
 import type { Admin, Producer } from 'kafkajs';
 import { newId } from '../../core/ids';
-import { groupIdOf, groupPrefixOf } from '../../core/topics';
 import { AvroCodec } from '../../platform/avro/codec';
 import type { DeliveryTask } from '../../platform/avro/records';
 import { CONFIG_VERSION_HEADER } from '../../pipeline/runtime/config-version';
@@ -10,7 +9,7 @@ import { BreakerBoard } from '../../platform/redis/breaker-board';
 import { destinationWithIngester } from '../support/flow';
 import { receiverPool } from '../support/receiver';
 import { eventually, startTestService, type TestService } from '../support/service';
-import { joiningEnv, spawnService, stopService, type ServiceProcess } from '../support/service-process';
+import { joiningEnv, spawnService, stopService, type ServiceProcess, waitForGroupMembers } from '../support/service-process';
 
 const PER_DESTINATION = 4;
 const SYNC_MS = 200;
@@ -43,11 +42,7 @@ describe('deliver processes sharing a destination', () => {
     redis = new Redis(process.env.REDIS_URL!);
     await Promise.all([producer.connect(), admin.connect(), codec.register({ [svc.service.topics.deliveryRequested]: 'DeliveryTask' }), other.waitForOutput(/"msg":"service ready"/)]);
     // both processes in the deliver group, one partition each, and each has counted the other
-    const group = groupIdOf(groupPrefixOf(svc.config.topicPrefix), 'deliver');
-    await eventually('two deliver processes in the group', async () => {
-      const { groups } = await admin.describeGroups([group]);
-      return groups[0]?.state === 'Stable' && groups[0].members.length === 2 ? true : undefined;
-    }, 60_000, 200);
+    await waitForGroupMembers(admin, svc.config.topicPrefix, 'deliver', 2);
     await eventually('two live deliver processes', async () => ((await redis.zcard(`${svc.config.topicPrefix}deliverers`)) === 2 ? true : undefined), 10_000, 100);
     // the other process has taken its share (its syncs run late on a loaded machine); this one,
     // idle meanwhile, takes it at its next sync

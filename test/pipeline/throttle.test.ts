@@ -1,10 +1,9 @@
 import { Redis } from 'ioredis';
 import type { Admin, Producer } from 'kafkajs';
 import { newId } from '../../core/ids';
-import { groupIdOf, groupPrefixOf } from '../../core/topics';
 import { AvroCodec } from '../../platform/avro/codec';
 import { createProducer } from '../../platform/kafka/client';
-import { joiningEnv, spawnService, stopService, type ServiceProcess } from '../support/service-process';
+import { joiningEnv, spawnService, stopService, type ServiceProcess, waitForGroupMembers } from '../support/service-process';
 import { randomEvidenceKey } from '../support/keyring';
 import { spawnScript, type Spawned } from '../support/process';
 import type { Destination } from '../../core/model';
@@ -65,11 +64,7 @@ describe('rate limit per destination across deliver processes', () => {
     producer = createProducer(svc.service.kafka);
     admin = svc.service.kafka.admin();
     await Promise.all([producer.connect(), admin.connect(), codec.register({ [svc.service.topics.deliveryRequested]: 'DeliveryTask' }), ...deliverers.map((d) => d.waitForOutput(/"msg":"service ready"/, 90_000))]);
-    const group = groupIdOf(groupPrefixOf(svc.config.topicPrefix), 'deliver');
-    await eventually('two deliver processes in the group', async () => {
-      const { groups } = await admin.describeGroups([group]);
-      return groups[0]?.state === 'Stable' && groups[0].members.length === 2 ? true : undefined;
-    }, 60_000, 200);
+    await waitForGroupMembers(admin, svc.config.topicPrefix, 'deliver', 2);
   }, 150_000);
   afterAll(async () => {
     await Promise.all([...deliverers.map((d) => stopService(d)), producer?.disconnect(), admin?.disconnect()]);

@@ -1,4 +1,3 @@
-import { Partitioners } from 'kafkajs';
 import { readFileSync } from 'node:fs';
 import type { Receiver } from './receiver';
 import { sendEvent } from './flow';
@@ -63,12 +62,6 @@ export class FirstArrivals {
     }
     return Math.max(...this.byRound.get(round)!.values());
   }
-}
-
-/** The partition the service's producer (kafkajs' default, Java-compatible murmur2) puts a keyed record on. */
-export function partitionOf(key: string, partitions: number): number {
-  const partitionMetadata = Array.from({ length: partitions }, (_, partitionId) => ({ partitionErrorCode: 0, partitionId, leader: 0, replicas: [0], isr: [0] }));
-  return Partitioners.DefaultPartitioner()({ topic: 'any', partitionMetadata, message: { key, value: null } });
 }
 
 /** Busy and total CPU time of the whole machine so far, in ms (Linux /proc/stat; undefined elsewhere). */

@@ -1,6 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import type { Admin } from 'kafkajs';
+import { groupIdOf, groupPrefixOf, type ConsumerName } from '../../core/topics';
 import { captureOutput, REPO_ROOT, TSX } from './process';
 
 /**
@@ -65,6 +67,18 @@ export function joiningEnv(config: { topicPrefix: string; dataDir: string }, nam
     DESTINATION_ALLOWED_NETWORKS: 'loopback',
     ...settings,
   };
+}
+
+/** Waits until a consumer group of the deployment is Stable with `members` members (the processes that joined it have their partitions). */
+export async function waitForGroupMembers(admin: Admin, topicPrefix: string, consumer: ConsumerName, members: number, timeoutMs = 60_000): Promise<void> {
+  const group = groupIdOf(groupPrefixOf(topicPrefix), consumer);
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const { groups } = await admin.describeGroups([group]);
+    if (groups[0]?.state === 'Stable' && groups[0].members.length === members) return;
+    if (Date.now() > deadline) throw new Error(`${members} processes in the ${consumer} group: not reached within ${timeoutMs} ms (${groups[0]?.state}, ${groups[0]?.members.length ?? 0} members)`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
 }
 
 /** Pids of the live (not zombie) processes of a process group, from /proc. */
