@@ -14,6 +14,22 @@ export const RUN_KEK = `bench-${randomBytes(3).toString('hex')}:${randomBytes(32
 /** The run's evidence signing key: service processes that split the stages must share one. */
 export const RUN_EVIDENCE_KEY = generateSignerKey(`hookline.bench/evidence-${randomBytes(3).toString('hex')}`);
 
+/**
+ * BENCH_SERVICE_ENV: `NAME=value` pairs (`;`-separated) every service process of the run gets on
+ * top of the bench's own settings, to measure a setting's effect (e.g. `KAFKA_PRODUCERS=2`).
+ */
+function serviceEnvOverrides(): Record<string, string> {
+  const raw = process.env.BENCH_SERVICE_ENV?.trim();
+  if (!raw) return {};
+  return Object.fromEntries(
+    raw.split(';').filter(Boolean).map((pair) => {
+      const at = pair.indexOf('=');
+      if (at <= 0) throw new Error(`BENCH_SERVICE_ENV: expected NAME=value, got "${pair}"`);
+      return [pair.slice(0, at).trim(), pair.slice(at + 1)];
+    }),
+  );
+}
+
 /** Infrastructure the benchmark started, shared by every service instance. */
 
 export interface Infra {
@@ -65,6 +81,7 @@ export async function startInstance(opts: { name: string; root: string; prefix: 
     // processes of one run share the key their secrets are sealed under
     SECRETS_KEK: RUN_KEK,
     EVIDENCE_SIGNING_KEY: RUN_EVIDENCE_KEY,
+    ...serviceEnvOverrides(),
     ...opts.extraEnv,
   });
   const proc = spawnScript(`service ${opts.name}`, 'service/main.ts', [], env, path.join(opts.root, `${opts.name}.log`), opts.from);
