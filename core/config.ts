@@ -76,6 +76,7 @@ export interface Config {
   sinkBatchRows: number;
   sinkFlushMs: number;
   ingestLingerMs: number;
+  outputLingerMs: number;
   idempotencyTtlSeconds: number;
   /** A process records an API key's last use at most once per this many seconds. */
   apiKeyLastUsedIntervalSeconds: number;
@@ -413,6 +414,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     sinkBatchRows: r.integer('SINK_BATCH_ROWS', 20_000, 1, 1_000_000),
     sinkFlushMs: r.integer('SINK_FLUSH_MS', 500, 10, 60_000),
     ingestLingerMs: r.integer('INGEST_LINGER_MS', 0, 0, 1_000),
+    outputLingerMs: r.integer('OUTPUT_LINGER_MS', 0, 0, 1_000),
     idempotencyTtlSeconds: r.integer('IDEMPOTENCY_TTL_SECONDS', 86_400, 1, 30 * 86_400),
     apiKeyLastUsedIntervalSeconds: r.integer('API_KEY_LAST_USED_INTERVAL_SECONDS', 60, 1, 86_400),
     replayRatePerS: r.integer('REPLAY_RATE_PER_S', 100, 1, 100_000),
@@ -576,6 +578,7 @@ export const SETTINGS: SettingDoc[] = [
   { env: 'SINK_BATCH_ROWS', default: '20000', unit: 'rows', description: 'Rows the ClickHouse sink gathers before an insert.' },
   { env: 'SINK_FLUSH_MS', default: '500', unit: 'milliseconds', description: 'Longest time a row waits in the sink before its insert. Every insert makes a part the engine merges later: shorter waits cost CPU, longer ones delay `acked` and query freshness.' },
   { env: 'INGEST_LINGER_MS', default: '0', unit: 'milliseconds', description: 'How long the Hook URL waits to gather concurrent webhooks into one Kafka request (0: one event-loop turn).' },
+  { env: 'OUTPUT_LINGER_MS', default: '0', unit: 'milliseconds', description: 'How long the stages\' outputs wait to gather into one Kafka request when no request of theirs is in flight (0: one event-loop turn); while one is, they gather until it is answered anyway.' },
   { env: 'IDEMPOTENCY_TTL_SECONDS', default: '86400', unit: 'seconds', description: 'How long an `Idempotency-Key` and its answer are kept (per tenant and API key, in Redis).' },
   { env: 'RATE_LIMITS', default: 'default=600/60s', unit: '`default=N/window;METHOD /path=N/window`', description: 'Requests per API key and route (path with `:tenantId` and `:id`, e.g. `POST /v1/tenants/:tenantId/destinations=20/60s`); windows in s, m or h. Over it: 429 with Retry-After.' },
   { env: 'RATE_LIMIT_TIMEOUT_MS', default: '250', unit: 'milliseconds', description: 'Longest wait for Redis on an API request\'s rate limit; past it the request goes through without RateLimit headers (fail open, logged at most once a minute with the count).' },

@@ -271,7 +271,7 @@ export async function startService(config: Config, log = new Logger(config.logLe
         await board.stop();
       });
     }
-    const outputs = lanes({ maxBatch: 1_000 });
+    const outputs = lanes({ maxBatch: 1_000, lingerMs: config.outputLingerMs });
     const runnerDeps: RunnerDeps = {
       kafka, admin, outputs, codec, log, groupPrefix: groupPrefixOf(config.topicPrefix), deadLetterTopic: topics.eventsDlq,
       config: { versions: store, waitMs: config.configVersionWaitMs },
