@@ -48,6 +48,8 @@ describe('SIGKILL of the pipeline with events in flight', () => {
       CLICKHOUSE_DATABASE: `t_${suffix}`,
       KAFKA_REPLICATION_FACTOR: '1',
       KAFKA_PARTITIONS: '3',
+      // a producer per partition: several produce requests in flight when the kill comes
+      KAFKA_PRODUCERS: '3',
       DESTINATION_ALLOWED_NETWORKS: 'loopback',
       BOOTSTRAP_DEMO_TENANT: 'true',
       LOG_LEVEL: 'warn',
