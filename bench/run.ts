@@ -827,7 +827,7 @@ async function scenarioBeforeAfter(ctx: Ctx, before: OtherTree): Promise<void> {
     const groups = groupsOf(ctx, { service: now.proc.pid, 'service before': then.proc.pid });
     const sides = [];
     for (const [name, svc, own, other] of [['now', now, 'service', 'service before'], ['before', then, 'service before', 'service']] as const) {
-      const flows = await createFlows(svc, ctx.rec.hookUrl, S.peerFlows, PARTITIONS);
+      const flows = await createFlows(svc, ctx.rec.hookUrl, S.flows, PARTITIONS);
       const p = pool(svc.url, S.concurrency);
       pools.push(p);
       sides.push({ name, svc, own, pool: p, paths: flows.map((f) => f.hookPath), counts: (part: string) => part !== other });

@@ -123,10 +123,11 @@ export interface Flow {
 }
 
 /**
- * `count` ingester -> destination flows of the demo tenant whose records land on different
- * partitions (events are keyed by tenant/ingester, deliveries by destination), as the
- * traffic of many senders would: one flow alone would serialise every stage on one
- * partition. Extra destinations and ingesters made while looking stay unused.
+ * `count` ingester -> destination flows of the demo tenant, as the traffic of several senders.
+ * This service keys records by event, so even one flow spreads over every partition; earlier
+ * commits (`before_after`) keyed them by tenant/ingester and by destination, so the flows are
+ * placed on different partitions under those keys, which costs this service nothing. Extra
+ * destinations and ingesters made while looking stay unused.
  */
 export async function createFlows(svc: ServiceInstance, receiverUrl: string, count: number, partitions: number): Promise<Flow[]> {
   const destinations: string[] = [];
