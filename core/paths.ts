@@ -6,17 +6,15 @@ import path from 'node:path';
  */
 export const BUILD_DIR = 'dist';
 
-const parent = path.resolve(__dirname, '..');
-
 /** True when this process runs the compiled tree rather than the TypeScript sources (tsx, jest). */
-export const RUNS_COMPILED = path.basename(parent) === BUILD_DIR;
+export const RUNS_COMPILED = path.extname(__filename) === '.js';
 
 /**
  * The repository's root, from the sources and from the compiled tree alike. Files other than
  * code (schemas, migrations, the dashboard, package.json) are not copied into the compiled tree:
  * they are read from the sources' folders, which the production image keeps.
  */
-export const REPO_ROOT = RUNS_COMPILED ? path.dirname(parent) : parent;
+export const REPO_ROOT = path.resolve(__dirname, RUNS_COMPILED ? '../..' : '..');
 
 /** The source folder of a module's `__dirname`: the same folder, or for a compiled module its counterpart outside the compiled tree. */
 export function sourceDir(dirname: string): string {

@@ -37,9 +37,9 @@ function sourceFiles() {
   return files.sort();
 }
 
-/** What the build depends on: each source's path, size and time, the package.json copied and this file. */
+/** What the build depends on: each source's path, size and time, the package.json copied, this file and swc's version. */
 function fingerprint(files) {
-  const hash = createHash('sha256');
+  const hash = createHash('sha256').update(`swc ${require('@swc/core/package.json').version}\n`);
   for (const file of [...files, path.join(root, 'package.json'), __filename]) {
     const s = statSync(file);
     hash.update(`${path.relative(root, file)}\0${s.size}\0${s.mtimeMs}\n`);

@@ -79,9 +79,11 @@ function machineNodeVersion(env = process.env) {
   return 'no other node on the PATH';
 }
 
+/** Where node_modules/.bin/node points, when it is a link into the cache: nothing else is ours to replace or remove. */
 function currentLink() {
   try {
-    return readlinkSync(LINK);
+    const target = readlinkSync(LINK);
+    return path.resolve(path.dirname(LINK), target).startsWith(CACHE + path.sep) ? target : undefined;
   } catch {
     return undefined;
   }
