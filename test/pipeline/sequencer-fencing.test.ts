@@ -76,7 +76,8 @@ describe('a deposed evidence sequencer that wakes up', () => {
     const logSize = async () => (await logBatches()).at(-1)?.tree_size ?? 0;
 
     // the owner seals slowly, so that what it reads sits in its buffer for seconds
-    owner = sequencer('owner', 6_000);
+    const ownerBatchAgeMs = 6_000;
+    owner = sequencer('owner', ownerBatchAgeMs);
     await owner.waitForOutput(RESUMED, 60_000);
     standby = sequencer('standby', 200);
     await standby.waitForOutput(/"msg":"service ready"/, 60_000);
@@ -98,12 +99,13 @@ describe('a deposed evidence sequencer that wakes up', () => {
     expect(before.tree_size).toBe(4);
 
     // 2. outcomes reach the owner, and before its seal is due it stops: once the sink has read
-    //    them from deliveries.completed they are there for the owner too, which gets a second
-    //    more (timed from the receiver's requests, a loaded machine's slow produce ate that margin)
+    //    them from deliveries.completed they are there for the owner too, whose fetch may wait
+    //    half its batch age for more before it returns them, and it gets a second more (timed
+    //    from the receiver's requests, a loaded machine's slow produce ate that margin)
     const held = await send(3, 'held');
     await r.waitForRequests(first.length + held.length, 30_000);
     for (const id of held) await waitForStates(svc, id, ['delivered'], 30_000);
-    await new Promise((res) => setTimeout(res, 1_000));
+    await new Promise((res) => setTimeout(res, ownerBatchAgeMs / 2 + 1_000));
     const ownerTerm = lastTerm(owner);
     expect(signalGroup(owner.pgid, 'SIGSTOP')).toBe(true);
     expect(await logSize()).toBe(4);
