@@ -1,4 +1,5 @@
-import { createHmac, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import { hmacOf } from '../hmac-keys';
 
 /** A new destination signing secret: `whsec_` and 32 random bytes in base64 (Standard Webhooks). */
 export function newSigningSecret(): string {
@@ -14,7 +15,7 @@ function secretKey(secret: string): Buffer {
  * `v1,` + base64(HMAC-SHA256(secret, "<id>.<timestamp seconds>.<body>")).
  */
 export function signStandardWebhook(secret: string, id: string, timestampSeconds: number, body: Buffer): string {
-  const mac = createHmac('sha256', secretKey(secret));
+  const mac = hmacOf('sha256', `whsec:${secret}`, () => secretKey(secret));
   mac.update(`${id}.${timestampSeconds}.`);
   mac.update(body);
   return `v1,${mac.digest('base64')}`;

@@ -1,9 +1,10 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { timingSafeEqual } from 'node:crypto';
+import { hmacOf } from '../../../core/hmac-keys';
 import { isBase64 } from '../../../core/providers';
 
 /** HMAC over the parts in order, so that a signed prefix and the raw body need no concatenated copy. */
 export function hmac(algorithm: 'sha1' | 'sha256' | 'sha512', key: string | Buffer, ...parts: (string | Buffer)[]): Buffer {
-  const mac = createHmac(algorithm, key);
+  const mac = typeof key === 'string' ? hmacOf(algorithm, `utf8:${key}`, () => Buffer.from(key, 'utf8')) : hmacOf(algorithm, `bytes:${key.toString('base64')}`, () => key);
   for (const part of parts) mac.update(part);
   return mac.digest();
 }
