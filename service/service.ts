@@ -220,15 +220,27 @@ export async function startService(config: Config, log = new Logger(config.logLe
     await store.start();
     cleanups.push(() => store.stop());
 
-    // one idempotent producer per lane (KAFKA_PRODUCERS): each owns a share of the partitions
-    const producers: Producer[] = Array.from({ length: config.kafkaProducers }, () => createProducer(kafka, { createPartitioner: murmur2Partitioner }));
-    await Promise.all(producers.map((p) => p.connect()));
-    cleanups.push(() => Promise.all(producers.map((p) => p.disconnect())).then(() => undefined));
-    const producer = producers[0]!;
+    // the log shipper's and the operational events' producer
+    const producer: Producer = createProducer(kafka, { createPartitioner: murmur2Partitioner });
+    await producer.connect();
+    // every producer a gatherer made, the ones it replaced included (disconnecting twice is harmless)
+    const gathering = new Set<Producer>([producer]);
+    cleanups.push(() => Promise.all([...gathering].map((p) => p.disconnect())).then(() => undefined));
+    const ownProducer = async (): Promise<Producer> => {
+      const p = createProducer(kafka, { createPartitioner: murmur2Partitioner });
+      gathering.add(p);
+      await p.connect();
+      return p;
+    };
     const partitionCounts = await watchPartitionCounts(admin, specs.map((s) => s.topic));
     cleanups.push(async () => partitionCounts.stop());
-    /** A gathering producer per lane, as one sender. */
-    const lanes = (options: BatchingOptions) => new ProducerLanes(producers.map((p) => new BatchingProducer(p, options)), partitionCounts.partitionsOf);
+    /**
+     * One sender of gathering producers, one per lane (KAFKA_PRODUCERS, each owning a share of the
+     * partitions), each with an idempotent producer of its own that it replaces after a rejected
+     * send (BatchingOptions.renew).
+     */
+    const lanes = async (options: BatchingOptions) =>
+      new ProducerLanes(await Promise.all(Array.from({ length: config.kafkaProducers }, async () => new BatchingProducer(await ownProducer(), { ...options, renew: ownProducer }))), partitionCounts.partitionsOf);
 
     writeRunFile(config.dataDir, {
       pid: process.pid,
@@ -271,7 +283,7 @@ export async function startService(config: Config, log = new Logger(config.logLe
         await board.stop();
       });
     }
-    const outputs = lanes({ maxBatch: 1_000, lingerMs: config.outputLingerMs });
+    const outputs = await lanes({ maxBatch: 1_000, lingerMs: config.outputLingerMs });
     const runnerDeps: RunnerDeps = {
       kafka, admin, outputs, codec, log, groupPrefix: groupPrefixOf(config.topicPrefix), deadLetterTopic: topics.eventsDlq,
       config: { versions: store, waitMs: config.configVersionWaitMs },
@@ -350,7 +362,7 @@ export async function startService(config: Config, log = new Logger(config.logLe
     if (has('ingest')) {
       const limiter = new IngestLimiter({ source: new RedisTokenLeases(redis), prefix: config.topicPrefix, perHook: config.ingestRateLimits.perHook, perTenant: config.ingestRateLimits.perTenant, timeoutMs: config.ingestRateLimits.timeoutMs, log });
       cleanups.push(async () => limiter.stop());
-      ingestDeps = { topics, config: store, codec, producer: lanes({ lingerMs: config.ingestLingerMs }), maxBodyBytes: config.ingestMaxBodyBytes, maxHops: config.maxHops, log, limiter };
+      ingestDeps = { topics, config: store, codec, producer: await lanes({ lingerMs: config.ingestLingerMs }), maxBodyBytes: config.ingestMaxBodyBytes, maxHops: config.maxHops, log, limiter };
       ingest = ingestRouter(ingestDeps);
     }
     const evidenceStore = clickhouse && new EvidenceStore(clickhouse, config.clickhouseDatabase);

@@ -10,6 +10,7 @@ import type { Logger } from '../../core/log';
 import type { AvroCodec } from '../../platform/avro/codec';
 import type { Header, WebhookEvent } from '../../platform/avro/records';
 import type { RecordSender } from '../../platform/kafka/producer-lanes';
+import { ProducerRenewingError } from '../../platform/kafka/batching-producer';
 import { CONFIG_VERSION_HEADER } from '../runtime/config-version';
 import { correlationIdOf } from './correlation';
 import { REDACTED_HEADERS, REDACTED_VALUE } from '../../core/secrets/redacted-headers';
@@ -120,7 +121,7 @@ export async function acceptWebhook(deps: IngestDeps, ingester: Ingester, req: I
   } catch (err) {
     if (span) endSpan(span, err);
     // Kafka not acknowledging is a passing condition: the sender should retry, not give up
-    if (err instanceof Error && err.name.startsWith('KafkaJS')) throw new AppError('service-unavailable', 'the event could not be stored durably; retry shortly', {}, true, { cause: err });
+    if (err instanceof Error && (err.name.startsWith('KafkaJS') || err instanceof ProducerRenewingError)) throw new AppError('service-unavailable', 'the event could not be stored durably; retry shortly', {}, true, { cause: err });
     throw err;
   }
   recordIngestAccepted();

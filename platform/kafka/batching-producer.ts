@@ -26,6 +26,18 @@ export interface BatchingOptions {
    * back, so a second request in flight could take them and overtake the first on its retry.
    */
   maxInFlight?: number;
+  /**
+   * A new producer, connected, for after a send that failed. kafkajs gives an idempotent
+   * producer's sequence numbers back when a request fails, which is right for its own retries
+   * (they carry the same records, so the broker drops a true duplicate) but not once the send has
+   * rejected: the batch may have been written (its answer lost with a dying or frozen broker),
+   * and the next request, with other records, would reuse its numbers; one of the same length is
+   * then taken for a duplicate and dropped while reported written. So after a rejected send this
+   * producer is replaced (a new producer id, its sequences from 0) before anything else is sent,
+   * and the old one is disconnected. The producer must be this gatherer's alone. Unset, the
+   * producer is kept.
+   */
+  renew?: () => Promise<Producer>;
 }
 
 /**
@@ -39,11 +51,38 @@ export class BatchingProducer {
   private queued = 0;
   private timer: NodeJS.Immediate | NodeJS.Timeout | undefined;
   private inFlight = 0;
+  /** Set while a producer that had a send rejected is being replaced: nothing is sent until it is. */
+  private renewing: Promise<void> | undefined;
 
   constructor(
-    private readonly producer: Producer,
+    private producer: Producer,
     private readonly options: BatchingOptions = {},
   ) {}
+
+  /** Disconnects the producer in use (once what is in flight is done with). */
+  async close(): Promise<void> {
+    await this.renewing;
+    await this.producer.disconnect();
+  }
+
+  /** Replaces the producer after a rejected send; retried until a new one connects. */
+  private renew(renew: () => Promise<Producer>): void {
+    const old = this.producer;
+    this.renewing = (async () => {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          this.producer = await renew();
+          break;
+        } catch {
+          await new Promise((r) => setTimeout(r, Math.min(5_000, 100 * 2 ** attempt)));
+        }
+      }
+      void old.disconnect().catch(() => undefined);
+    })().finally(() => {
+      this.renewing = undefined;
+      if (this.queue.length > 0 && !this.timer) this.flush();
+    });
+  }
 
   private get maxInFlight(): number {
     return this.producer.isIdempotent() ? 1 : (this.options.maxInFlight ?? 2);
@@ -58,6 +97,8 @@ export class BatchingProducer {
   }
 
   send(topicMessages: { topic: string; messages: Message[] }[]): Promise<void> {
+    // while a producer whose send rejected is replaced, nothing waits on it: the caller retries
+    if (this.renewing) return Promise.reject(new ProducerRenewingError());
     return new Promise<void>((resolve, reject) => {
       this.queue.push({ topicMessages, resolve, reject });
       this.queued += topicMessages.reduce((n, t) => n + t.messages.length, 0);
@@ -75,6 +116,8 @@ export class BatchingProducer {
       clearImmediate(this.timer as NodeJS.Immediate);
       this.timer = undefined;
     }
+    // records gather until the replacement producer is there
+    if (this.renewing) return;
     // every slot busy: the batch keeps growing and goes out when a request comes back
     while (this.queue.length > 0 && this.inFlight < this.maxInFlight) this.sendNext();
   }
@@ -108,7 +151,10 @@ export class BatchingProducer {
       .finally(() => recordProduce(byTopic.keys(), secondsSince(started)))
       .then(
         () => batch.forEach((p) => p.resolve()),
-        (err: unknown) => batch.forEach((p) => p.reject(err)),
+        (err: unknown) => {
+          if (this.options.renew && !this.renewing && this.producer.isIdempotent()) this.renew(this.options.renew);
+          batch.forEach((p) => p.reject(err));
+        },
       )
       .finally(() => {
         this.inFlight--;
@@ -129,4 +175,13 @@ function bytesOf(p: Pending): number {
 function sizeOf(v: Message['key'] | Message['value']): number {
   if (v === null || v === undefined) return 0;
   return typeof v === 'string' ? Buffer.byteLength(v) : v.length;
+}
+
+/** A send refused while the producer is being replaced after a failed send; trying again later is right. */
+export class ProducerRenewingError extends Error {
+  readonly retriable = true;
+  constructor() {
+    super('the Kafka producer is being replaced after a failed send; try again');
+    this.name = 'ProducerRenewingError';
+  }
 }
