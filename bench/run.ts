@@ -725,16 +725,7 @@ async function scenarioPeerBullmq(ctx: Ctx): Promise<void> {
       { name: 'relay', pool: pool(relayUrl!, S.concurrency), paths: ['/v1/hooks/relay'], counts: (part: string) => relayParts.has(part) },
     ];
     pools.push(...sides.map((x) => x.pool));
-    for (const side of sides) {
-      // warm-up: one event through each path, so that every consumer group and the Worker are running
-      const warm = runTag();
-      await ctx.rec.reset(warm);
-      for (let i = 0; i < side.paths.length; i++) {
-        const r = await post(side.pool, side.paths[i]!, taggedBody(warm, i, epochMs()), 202);
-        if (!r.ok) throw new Error(`${side.name} warm-up webhook answered ${r.status}`);
-      }
-      if ((await ctx.rec.waitFor(side.paths.length, 120_000)) < side.paths.length) throw new Error(`${side.name} warm-up events were not delivered`);
-    }
+    for (const side of sides) await warmUp(ctx, side);
     const reps = sides.map(() => [] as Awaited<ReturnType<typeof closedLoopThrough>>[]);
     for (let rep = 0; rep < S.reps; rep++) {
       // alternate, so that a slow moment of the shared machine hits both sides alike
@@ -832,15 +823,7 @@ async function scenarioBeforeAfter(ctx: Ctx, before: OtherTree): Promise<void> {
       pools.push(p);
       sides.push({ name, svc, own, pool: p, paths: flows.map((f) => f.hookPath), counts: (part: string) => part !== other });
     }
-    for (const side of sides) {
-      const warm = runTag();
-      await ctx.rec.reset(warm);
-      for (let i = 0; i < side.paths.length; i++) {
-        const r = await post(side.pool, side.paths[i]!, taggedBody(warm, i, epochMs()), 202);
-        if (!r.ok) throw new Error(`${side.name} warm-up webhook answered ${r.status}`);
-      }
-      if ((await ctx.rec.waitFor(side.paths.length, 120_000)) < side.paths.length) throw new Error(`${side.name} warm-up events were not delivered`);
-    }
+    for (const side of sides) await warmUp(ctx, side);
     const reps = sides.map(() => [] as Awaited<ReturnType<typeof closedLoopThrough>>[]);
     for (let rep = 0; rep < S.reps; rep++) {
       for (const [i, side] of sides.entries()) reps[i]!.push(await closedLoopThrough(ctx, { ...side, groups }));
@@ -870,6 +853,17 @@ async function scenarioBeforeAfter(ctx: Ctx, before: OtherTree): Promise<void> {
     await now.proc.stop();
     await then.proc.stop();
   }
+}
+
+/** One event through each path of a side, so that every consumer group (or the relay's Worker) is running before it is measured. */
+async function warmUp(ctx: Ctx, side: { name: string; pool: ReturnType<typeof pool>; paths: string[] }): Promise<void> {
+  const warm = runTag();
+  await ctx.rec.reset(warm);
+  for (let i = 0; i < side.paths.length; i++) {
+    const r = await post(side.pool, side.paths[i]!, taggedBody(warm, i, epochMs()), 202);
+    if (!r.ok) throw new Error(`${side.name} warm-up webhook answered ${r.status}`);
+  }
+  if ((await ctx.rec.waitFor(side.paths.length, 120_000)) < side.paths.length) throw new Error(`${side.name} warm-up events were not delivered`);
 }
 
 function bullmqVersion(): string {
