@@ -1318,7 +1318,7 @@ const REFUSED_PATTERN = 'a filter `pattern` the RE2 engine cannot compile (backr
 const T = '/v1/tenants/:tenantId';
 
 const withEtag = (response: Json): Json => ({ ...response, headers: { ...(response.headers as Json), ETag: ref('headers', 'ETag') } });
-const DESTINATION_URL_REFUSED = 'the `url` points at an address `DESTINATION_ALLOWED_NETWORKS` does not allow (private, loopback, link-local, cloud metadata, reserved; a name by what it resolves to), at a name that does not resolve, or at this service itself (its listener or `PUBLIC_BASE_URL`, in any spelling).';
+const DESTINATION_URL_REFUSED = 'the `url` points at an address `DESTINATION_ALLOWED_NETWORKS` does not allow (private, loopback, link-local, cloud metadata, reserved; a name by what it resolves to now), or at this service itself (its listener or `PUBLIC_BASE_URL`, in any spelling). A name that does not resolve now, or not within 2 s, is accepted: its attempts fail saying so until it resolves, and every connection applies the same policy to what it resolves to then.';
 const STALE = 'the `If-Match` header names another version than the destination\'s current `ETag`; nothing changed.';
 
 /** PATCH and PUT of `/destinations/{destination_id}`. */
@@ -1397,7 +1397,7 @@ function tenantPaths(): Json {
         description: 'Creates a destination with a new Standard Webhooks signing secret, shown in this answer only. `ETag` is its version (see `If-Match` on the changes).',
         requestBody: jsonBody('DestinationCreate', 'The destination.'),
         success: { '201': withEtag(created('The destination, with its signing secret.', 'DestinationCreated')) }, forbidden: 'ForbiddenCreate',
-        unprocessable: 'the `url` points at an address `DESTINATION_ALLOWED_NETWORKS` does not allow (private, loopback, link-local, cloud metadata, reserved; a name by what it resolves to), at a name that does not resolve, or at this service itself (its listener or `PUBLIC_BASE_URL`, in any spelling).',
+        unprocessable: DESTINATION_URL_REFUSED,
         conflict: { description: 'a destination with this name (case-insensitive) exists in the tenant' },
       }),
     },

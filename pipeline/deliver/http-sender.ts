@@ -20,6 +20,21 @@ export interface SendResult {
   body?: Buffer;
 }
 
+/** Resolver answers that mean the name has no address now (it may have one later). */
+const UNRESOLVED = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_NODATA', 'ENODATA', 'EAI_NONAME']);
+
+/**
+ * What a failed send says in its attempt's error: a name that does not resolve (yet) says so
+ * plainly, naming the host as the destination spells it; anything else keeps its own message.
+ */
+export function sendErrorMessage(err: unknown, url: string): string {
+  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && UNRESOLVED.has(code)) return `host ${new URL(url).hostname} does not resolve (${code}); attempts fail until it does`;
+  }
+  return err instanceof Error ? err.message : String(err);
+}
+
 /** The one port the delivery stage sends through. */
 export interface HttpSender {
   send(req: SendRequest): Promise<SendResult>;

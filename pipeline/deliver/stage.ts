@@ -3,13 +3,13 @@ import { HOPS_HEADER } from '../../core/hops';
 import type { Destination } from '../../core/model';
 import { stageIo, type Topics } from '../../core/topics';
 import { signStandardWebhook } from '../../core/signing/standard-webhooks';
-import { errorMessage, type Logger } from '../../core/log';
+import type { Logger } from '../../core/log';
 import type { DeliveryOutcome, DeliveryTask } from '../../platform/avro/records';
 import type { AnyOutput, RecordStage, StageContext } from '../runtime/stage';
 import { transition } from '../transitions';
 import { DestinationUnhealthy, isOpenBreaker, peerReopensAt, type Breakers } from './breakers';
 import { decide, parseRetryAfter, type AttemptResult, type Decision } from './decide';
-import type { HttpSender, SendResult } from './http-sender';
+import { sendErrorMessage, type HttpSender, type SendResult } from './http-sender';
 import { delayTopicFor } from './delay';
 import { OUTCOME_LINES, outcomeLineFields } from './lines';
 import { authHeader } from '../../core/destination-auth';
@@ -154,7 +154,7 @@ export function deliverStage(deps: DeliverDeps): RecordStage<'DeliveryTask'> {
         } catch (err) {
           // a refused target says nothing of the destination's health; a timeout or a reset does
           if (deps.isRefusal(err)) throw err;
-          throw new DestinationUnhealthy(errorMessage(err), { cause: err });
+          throw new DestinationUnhealthy(sendErrorMessage(err, destination.url), { cause: err });
         }
         if (r.status >= 500 || r.status === 429 || r.status === 408) throw new DestinationUnhealthy(`status ${r.status}`, { cause: r });
         return r;
@@ -168,7 +168,7 @@ export function deliverStage(deps: DeliverDeps): RecordStage<'DeliveryTask'> {
         return { result: { kind: 'response', status: r.status, retryAfterMs: parseRetryAfter(r.headers['retry-after'], now()) }, durationMs: r.durationMs, responseBody: r.body };
       }
       const cause = err instanceof DestinationUnhealthy ? err.cause : err;
-      return { result: { kind: 'error', message: errorMessage(cause), refused: deps.isRefusal(cause) }, durationMs };
+      return { result: { kind: 'error', message: sendErrorMessage(cause, destination.url), refused: deps.isRefusal(cause) }, durationMs };
     }
   }
 

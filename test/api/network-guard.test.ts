@@ -22,10 +22,16 @@ describe('destinations under the production default (DESTINATION_ALLOWED_NETWORK
     },
   );
 
-  it('refuses a name that does not resolve', async () => {
-    const res = await svc.api('POST', `/v1/tenants/${svc.tenantId}/destinations`, { name: 'nowhere', url: 'http://does-not-exist.invalid/hook' });
-    expect(res.status).toBe(422);
-    expect(res.body.errors).toEqual([{ field: 'url', message: 'host does-not-exist.invalid does not resolve' }]);
+  it('accepts a name that does not resolve yet; its attempts fail saying so', async () => {
+    const { destinationId, hookUrl } = await destinationWithIngester(svc, 'not yet', 'http://does-not-exist.invalid/hook');
+    const eventId = await sendEvent(hookUrl);
+    const first = await eventually('a first attempt', async () => {
+      const rows = await attemptsOf(svc, eventId);
+      return rows.length > 0 ? rows[0] : undefined;
+    });
+    expect(first).toMatchObject({ attempt_number: 1, status: 'failed' });
+    const res = await svc.api('GET', `/v1/tenants/${svc.tenantId}/deliveries/${first.delivery_id}`);
+    expect(res.body).toMatchObject({ destination_id: destinationId, error_message: expect.stringMatching(/^host does-not-exist\.invalid does not resolve \(E[A-Z_]+\); attempts fail until it does$/) });
   });
 });
 

@@ -78,11 +78,23 @@ describe('destination refusals at create time', () => {
     expect(answer).not.toMatch(/10\.9\.8\.7/);
   });
 
-  it('refuses a name that does not resolve, and accepts a public one', async () => {
+  it('accepts a name that does not resolve now, and a public one', async () => {
     const missing: Resolve = () => Promise.reject(Object.assign(new Error('getaddrinfo ENOTFOUND nowhere.example'), { code: 'ENOTFOUND' }));
-    expect(await refusalOfDestination('http://nowhere.example/x', { allow: none, own, resolve: missing })).toBe('host nowhere.example does not resolve');
-    expect(await refusalOfDestination('http://nowhere.example/x', { allow: none, own, resolve: async () => [] })).toBe('host nowhere.example does not resolve');
+    expect(await refusalOfDestination('http://nowhere.example/x', { allow: none, own, resolve: missing })).toBeNull();
+    expect(await refusalOfDestination('http://nowhere.example/x', { allow: none, own, resolve: async () => [] })).toBeNull();
     expect(await refusalOfDestination('https://hooks.example/x', { allow: none, own, resolve: toPublic })).toBeNull();
+  });
+
+  it('waits for a slow resolver no longer than its bound, then accepts', async () => {
+    const never: Resolve = () => new Promise(() => undefined);
+    const started = performance.now();
+    expect(await refusalOfDestination('http://slow.example/x', { allow: none, own, resolve: never, resolveTimeoutMs: 200 })).toBeNull();
+    const waited = performance.now() - started;
+    expect(waited).toBeGreaterThanOrEqual(190);
+    expect(waited).toBeLessThan(2_000);
+    // an answer inside the bound is still checked: a refused address is refused
+    const slowPrivate: Resolve = () => new Promise((resolve) => setTimeout(() => resolve([{ address: '10.1.2.3', family: 4 }]), 50));
+    expect(await refusalOfDestination('http://slow.example/x', { allow: none, own, resolve: slowPrivate, resolveTimeoutMs: 1_000 })).toMatch(/resolves to a private address/);
   });
 });
 
