@@ -2,6 +2,7 @@ import type { IHeaders } from 'kafkajs';
 import { errorMessage } from '../../core/log';
 import { groupIdOf } from '../../core/topics';
 import { consumerLag } from '../../platform/kafka/lag';
+import { isRetriableKafkaError } from '../../platform/kafka/client';
 import { poisonLetter } from '../dead-letter';
 import { consume, type ConsumedBatch, type Consuming, type EncodedOutput, type RunnerDeps, type RunningStage } from './consume';
 import { requiredVersion, stampVersion } from './config-version';
@@ -79,6 +80,29 @@ async function mapInOrder<T, R>(items: T[], limit: number, fn: (item: T) => Prom
 }
 
 /**
+ * Produces a batch's outputs until Kafka acknowledges them, without handling its records again:
+ * they were decided (a task routed, a delivery attempted), and a batch consumed again after a
+ * failed produce would decide them twice (the same delivery tasks written again, each then
+ * delivered). A failure the client calls retriable (a broker gone, a leader moving, the producer
+ * being replaced) is tried again with the same outputs while the partition is still this
+ * member's; a partition given to another member, a stop, or a failure that is not retriable
+ * fails the batch as before, and it is consumed again (at-least-once).
+ */
+export async function sendDecided(batch: ConsumedBatch, consuming: Consuming, encoded: readonly EncodedOutput[]): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await consuming.send(encoded);
+    } catch (err) {
+      if (consuming.stopped() || !batch.active() || !isRetriableKafkaError(err)) throw err;
+      consuming.log.warn('outputs not acknowledged; producing them again', { attempt, topic: batch.topic, partition: batch.partition, error: errorMessage(err) });
+      await backoff(attempt);
+      // a long outage must not cost the partition: the group hears from this member meanwhile
+      await batch.heartbeat().catch(() => undefined);
+    }
+  }
+}
+
+/**
  * Runs a stage batch by batch: the records of a batch are handled (`concurrency` at once, outputs
  * in input order), all outputs are produced in one request, and only once Kafka has acknowledged
  * them is the batch's offset committed (at-least-once). A record that does not decode, or whose
@@ -101,7 +125,7 @@ export async function runStage(stage: Stage, deps: RunnerDeps, until?: ReadonlyM
       if (decoded.undecodable !== undefined) return consuming.encode(stampVersion([decoded.letter()], requiredVersion(message.headers), recordTraceOf(message.headers)));
       return handleRecord(recordStage, deps, consuming, decoded.value, contextOf(batch, consuming, message));
     });
-    await consuming.send(outputs.flat());
+    await sendDecided(batch, consuming, outputs.flat());
     consuming.scheduleCommit(batch.topic, batch.partition, BigInt(last) + 1n);
     // the fetch position follows resolved offsets, not committed ones
     batch.resolve(last);

@@ -2,7 +2,7 @@ import type { Admin, Kafka, Producer } from 'kafkajs';
 import { Logger } from '../../core/log';
 import { AvroCodec } from '../../platform/avro/codec';
 import type { WebhookEvent } from '../../platform/avro/records';
-import { BatchingProducer } from '../../platform/kafka/batching-producer';
+import { BatchingProducer, ProducerRenewingError } from '../../platform/kafka/batching-producer';
 import { createKafka, createProducer, ensureTopics } from '../../platform/kafka/client';
 import { finishBacklog, runStage, type RunnerDeps, type RunningStage } from '../../pipeline/runtime/run-stage';
 import { CHAINED_HEADER, type RecordStage } from '../../pipeline/runtime/stage';
@@ -92,6 +92,33 @@ describe.each(runners)('%s', (_, run) => {
     open();
     await eventually('every offset committed after the outputs', async () => (await committed(group, input)) === 5 || undefined);
     expect((await readTopic(kafka, output)).map((r) => r.key?.toString()).sort()).toEqual([0, 1, 2, 3, 4].map((i) => `evt_${i}`));
+  });
+
+  it('produces the same outputs again after a retriable failure, without handling the records again', async () => {
+    const { input, output, group } = await topicsFor(2);
+    await fill(input, 20, 2);
+    const real = new BatchingProducer(producer);
+    let refused = 0;
+    // the first three produce calls fail as a broker going away does (or the producer being replaced)
+    const outputs = {
+      send: async (batch: Parameters<BatchingProducer['send']>[0]) => {
+        if (refused < 3) {
+          refused++;
+          throw new ProducerRenewingError();
+        }
+        return real.send(batch);
+      },
+    } as unknown as BatchingProducer;
+    const handled = new Map<string, number>();
+    const count = async (e: WebhookEvent) => void handled.set(e.event_id, (handled.get(e.event_id) ?? 0) + 1);
+    running.push(await run(copyStage(input, output, count), { kafka, outputs, codec, log: new Logger('error'), groupPrefix: group }));
+    await eventually('every input committed', async () => (await committed(group, input)) === 20 || undefined, 30_000);
+    expect(refused).toBe(3);
+    expect([...handled.values()].every((n) => n === 1)).toBe(true);
+    expect(handled.size).toBe(20);
+    const keys = (await readTopic(kafka, output)).map((r) => r.key?.toString());
+    expect(keys.length).toBe(20);
+    expect(new Set(keys).size).toBe(20);
   });
 
   it('loses nothing when a second member joins mid-stream and takes partitions over', async () => {
