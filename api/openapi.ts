@@ -161,7 +161,9 @@ function problemSchemas(errorBase: string): Json {
       required: ['retry_after_seconds'],
     }),
     InternalErrorProblem: p('internal-error', 'An unexpected error (including an unreachable Kafka or ClickHouse during the request); quote `instance` when reporting it.'),
-    ServiceUnavailableProblem: p('service-unavailable', 'The service is still starting (its dependencies are not up yet), or the idempotency store (Redis) is unreachable.'),
+    ServiceUnavailableProblem: p('service-unavailable', 'The service is still starting (its dependencies are not up yet), the idempotency store (Redis) is unreachable, or (at a Hook URL) Kafka did not acknowledge the event in time. `retry_after_seconds`, when present, is the `Retry-After` header\'s number of seconds.', {
+      properties: { retry_after_seconds: { type: 'integer', minimum: 1 } },
+    }),
   };
 }
 
@@ -1826,7 +1828,7 @@ function publicPaths(): Json {
           '422': problemResponse('unprocessable-entity: `X-Hookline-Hops` says the webhook has passed through more than `MAX_HOPS` deliveries of this service (a loop).', 'unprocessable-entity'),
           '429': { description: 'rate-limit-exceeded: over the limit of this Hook URL or of its tenant; nothing was accepted. `Retry-After` and `retry_after_seconds` say when to try again; the RateLimit headers give the limit that refused it (remaining 0).', headers: headerRefs(['X-Request-Id', 'RateLimit', 'RateLimit-Policy', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'Retry-After']), content: problemContent(['rate-limit-exceeded']) },
           '500': problemResponse('internal-error: an unexpected failure; the sender should retry.', 'internal-error'),
-          '503': problemResponse('service-unavailable: the service is starting, or Kafka did not acknowledge the event; nothing was accepted and the sender should retry.', 'service-unavailable'),
+          '503': { description: 'service-unavailable: the service is starting, or Kafka did not acknowledge the event within `INGEST_ACK_TIMEOUT_MS` (a broker frozen or gone, leadership moving); the sender should retry after `Retry-After` (also `retry_after_seconds`). `detail` says whether the event was not stored (it was still waiting for a Kafka request) or may still be (its request had not come back): a retry of the latter may be received twice.', headers: headerRefs(['X-Request-Id', 'Retry-After']), content: problemContent(['service-unavailable']) },
         },
       },
     },

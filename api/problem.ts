@@ -20,7 +20,8 @@ export function writeProblem(res: ServerResponse, errorBase: string, err: unknow
     res.end();
     return;
   }
-  if (appError.slug === 'rate-limit-exceeded' && typeof appError.extra.retry_after_seconds === 'number') {
+  // a refusal that names when to try again says it in the header too (over a limit, Kafka away)
+  if ((appError.slug === 'rate-limit-exceeded' || appError.slug === 'service-unavailable') && typeof appError.extra.retry_after_seconds === 'number') {
     res.setHeader('retry-after', String(appError.extra.retry_after_seconds));
   }
   const body = JSON.stringify(problemBody(errorBase, appError.slug, appError.message, requestId, appError.extra));

@@ -16,7 +16,8 @@ import { generateSignerKey } from '../core/signed-note';
 import { topicNames } from '../core/topics';
 import { startCluster, type RunningCluster, type ServiceInstance } from '../infra/cluster/cluster';
 import { AvroCodec } from '../platform/avro/codec';
-import { createKafka } from '../platform/kafka/client';
+import { createKafka, createProducer, ensureTopics } from '../platform/kafka/client';
+import type { Producer } from 'kafkajs';
 import { randomKek } from '../test/support/keyring';
 import { checkEvidenceLog, type EvidenceLogCheck } from './lib/evidence-log-check';
 
@@ -137,6 +138,67 @@ class Load {
   }
 }
 
+/** The service's defaults the bare client below is held to: its request timeout, and the Hook URL's deadline. */
+const RAW_REQUEST_TIMEOUT_MS = Number(process.env.KAFKA_REQUEST_TIMEOUT_MS ?? 5_000);
+const RAW_DEADLINE_MS = Number(process.env.INGEST_ACK_TIMEOUT_MS ?? 5_000);
+
+/**
+ * A bare kafkajs producer beside the service during a broker fault: what Kafka's own leader
+ * failover costs a client of the same cluster, the figure the Hook URL's "not accepted" is held
+ * against. Idempotent, acks=all, the service's request timeout, one record per send, a third of
+ * the offered rate, to a topic of its own with the service's partition count; a record not
+ * acknowledged within the Hook URL's deadline (or failed) counts as not accepted.
+ */
+class RawProbe {
+  sent = 0;
+  notAccepted = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private outstanding = 0;
+  private producer: Producer | undefined;
+
+  constructor(private readonly brokers: string[], private readonly topic: string, private readonly rate: number) {}
+
+  async start(): Promise<void> {
+    const kafka = createKafka(this.brokers, 'hookline-faults-raw', { quiet: true, requestTimeoutMs: RAW_REQUEST_TIMEOUT_MS });
+    await ensureTopics(kafka, [{ topic: this.topic, partitions: 6 }], 3);
+    this.producer = createProducer(kafka);
+    await this.producer.connect();
+    let due = 0;
+    let last = Date.now();
+    this.timer = setInterval(() => {
+      const now = Date.now();
+      due += ((now - last) * this.rate) / 1000;
+      last = now;
+      for (; due >= 1; due--) this.send();
+    }, 20);
+  }
+
+  private send(): void {
+    const seq = this.sent++;
+    const started = Date.now();
+    this.outstanding++;
+    this.producer!.send({ topic: this.topic, acks: -1, messages: [{ key: String(seq), value: String(seq) }] })
+      .then(
+        () => {
+          if (Date.now() - started > RAW_DEADLINE_MS) this.notAccepted++;
+        },
+        () => {
+          this.notAccepted++;
+        },
+      )
+      .finally(() => this.outstanding--);
+  }
+
+  /** Stops sending, waits for what is out, and gives the counts of the sends it made. */
+  async stop(): Promise<{ sent: number; not_accepted: number }> {
+    clearInterval(this.timer);
+    const deadline = Date.now() + 120_000;
+    while (this.outstanding > 0 && Date.now() < deadline) await sleep(200);
+    await this.producer?.disconnect().catch(() => undefined);
+    return { sent: this.sent, not_accepted: this.notAccepted + this.outstanding };
+  }
+}
+
 /** Seconds a webhook may take from its 202 to the receiver and still count as caught up (this topology's steady p99 is under 1 s). */
 const CAUGHT_UP_LAG_MS = 2_000;
 const CATCH_UP_MS = 240_000;
@@ -182,6 +244,8 @@ interface Fault {
   run(c: RunningCluster, load: Load): Promise<number>;
   /** Puts the deployment back as it was, once the pipeline has caught up without it. */
   restore?(c: RunningCluster, load: Load): Promise<void>;
+  /** A broker fault: a bare Kafka client runs beside the service through it (RawProbe). */
+  raw?: boolean;
 }
 
 const killedBroker = 2;
@@ -197,6 +261,7 @@ const FAULTS: Fault[] = [
   },
   {
     name: 'broker_sigkill',
+    raw: true,
     async run(c) {
       const node = c.kafka.nodes[killedBroker - 1]!;
       say(`SIGKILL broker ${node.id}`);
@@ -209,6 +274,7 @@ const FAULTS: Fault[] = [
   },
   {
     name: 'broker_sigstop_30s',
+    raw: true,
     async run(c) {
       const node = c.kafka.nodes[0]!;
       say(`SIGSTOP broker ${node.id} for 30 s`);
@@ -290,12 +356,20 @@ interface FaultResult {
   /** From clearing the fault until the backlog (accepted over 2 s ago, not delivered) is back to its size before the fault (-1: not within 240 s). */
   recovery_s: number;
   refused: number;
+  /** Offered during the fault's window (accepted and refused). */
+  offered: number;
+  /** The bare Kafka client beside the service in a broker fault's window: records sent, and not acknowledged within the deadline. */
+  raw?: { sent: number; not_accepted: number };
   /** The longest any of its webhooks took from its 202 to the receiver. */
   max_delay_s: number;
   /** Seconds from acceptance to first delivery of the webhooks accepted in the load before the fault: the lag it started from. */
   lag_before_p50_s: number;
   lag_before_p99_s: number;
   evidence: EvidenceLogCheck;
+}
+
+function percent(part: number, whole: number): string {
+  return whole === 0 ? '0%' : `${Math.round((1000 * part) / whole) / 10}%`;
 }
 
 function quantile(values: number[], q: number): number {
@@ -366,13 +440,15 @@ async function main(): Promise<void> {
     // the groups' first rebalances and the new ingester reaching every process are not a fault
     say(`settling: ${SETTLE_MS / 1000} s of load at ${RATE}/s`);
     await sleep(SETTLE_MS);
-    const windows: { name: string; startedAt: number; injectedAt: number; clearedAt: number; recoveredAt: number | undefined; refusedBefore: number; refusedAfter: number; evidence: EvidenceLogCheck }[] = [];
+    const windows: { name: string; startedAt: number; injectedAt: number; clearedAt: number; recoveredAt: number | undefined; refusedBefore: number; refusedAfter: number; evidence: EvidenceLogCheck; raw?: { sent: number; not_accepted: number } }[] = [];
     const scan = { index: 0 };
     for (const fault of faults) {
       load.phase = fault.name;
       const refusedBefore = load.refused;
       say(`${fault.name}: ${WARM_MS / 1000} s of load at ${RATE}/s first`);
       const startedAt = Date.now();
+      const probe = fault.raw ? new RawProbe(cluster.kafka.brokers, `faults-raw-${fault.name}`, RATE / 3) : undefined;
+      await probe?.start();
       await sleep(WARM_MS);
       const injectedAt = Date.now();
       const steadyBacklog = backlog(load, receiver.seen, scan, injectedAt).length;
@@ -380,11 +456,13 @@ async function main(): Promise<void> {
       // the next fault starts from the steady state, not from this one's backlog
       const recoveredAt = await caughtUp(load, receiver.seen, scan, steadyBacklog + 5);
       say(`${fault.name}: ${recoveredAt === undefined ? 'NOT caught up' : `caught up ${Math.round((recoveredAt - clearedAt) / 100) / 10} s after clearing`}`);
+      const raw = await probe?.stop();
+      if (raw) say(`${fault.name}: bare Kafka client ${raw.not_accepted} of ${raw.sent} not acknowledged within ${RAW_DEADLINE_MS} ms`);
       await fault.restore?.(cluster, load);
       await sleep(AFTER_MS);
       const evidence = await checkEvidenceLog(kafka, codec, evidenceTopic, signingKey);
       say(`${fault.name}: evidence log ${evidence.consistent ? `one tree of ${evidence.tree_size} leaves` : `NOT CONSISTENT: ${evidence.problem}`}`);
-      windows.push({ name: fault.name, startedAt, injectedAt, clearedAt, recoveredAt, refusedBefore, refusedAfter: load.refused, evidence });
+      windows.push({ name: fault.name, startedAt, injectedAt, clearedAt, recoveredAt, refusedBefore, refusedAfter: load.refused, evidence, ...(raw ? { raw } : {}) });
     }
     clearInterval(progress);
     load.phase = 'tail';
@@ -416,6 +494,8 @@ async function main(): Promise<void> {
         outage_s: Math.round((w.clearedAt - w.injectedAt) / 100) / 10,
         recovery_s: w.recoveredAt === undefined ? -1 : Math.round((w.recoveredAt - w.clearedAt) / 100) / 10,
         refused: w.refusedAfter - w.refusedBefore,
+        offered: mine.length + w.refusedAfter - w.refusedBefore,
+        ...(w.raw ? { raw: w.raw } : {}),
         lag_before_p50_s: Math.round(quantile(lagsBefore, 0.5) / 100) / 10,
         lag_before_p99_s: Math.round(quantile(lagsBefore, 0.99) / 100) / 10,
         evidence: w.evidence,
@@ -436,11 +516,11 @@ async function main(): Promise<void> {
   mkdirSync(RESULTS, { recursive: true });
   writeFileSync(path.join(RESULTS, 'faults.json'), `${JSON.stringify(out, null, 2)}\n`);
   const table = [
-    '| fault | accepted | delivered | lost | duplicates | fault lasted (s) | recovery (s) | lag before, p50 / p99 (s) | longest delay (s) | refused at the Hook URL | evidence log |',
-    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |',
-    ...out.faults.map((f) => `| ${f.name} | ${f.accepted} | ${f.delivered} | ${f.lost} | ${f.duplicates} | ${f.outage_s} | ${f.recovery_s} | ${f.lag_before_p50_s} / ${f.lag_before_p99_s} | ${f.max_delay_s} | ${f.refused} | ${f.evidence_consistent ? `one tree, ${f.evidence_tree_size} leaves` : `NOT CONSISTENT: ${f.evidence_problem}`} |`),
+    '| fault | accepted | delivered | lost | duplicates | fault lasted (s) | recovery (s) | lag before, p50 / p99 (s) | longest delay (s) | not accepted at the Hook URL | bare Kafka client: not acknowledged in time | evidence log |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |',
+    ...out.faults.map((f) => `| ${f.name} | ${f.accepted} | ${f.delivered} | ${f.lost} | ${f.duplicates} (${percent(f.duplicates, f.accepted)}) | ${f.outage_s} | ${f.recovery_s} | ${f.lag_before_p50_s} / ${f.lag_before_p99_s} | ${f.max_delay_s} | ${f.refused} (${percent(f.refused, f.offered)}) | ${f.raw ? `${f.raw.not_accepted} of ${f.raw.sent} (${percent(f.raw.not_accepted, f.raw.sent)})` : '-'} | ${f.evidence_consistent ? `one tree, ${f.evidence_tree_size} leaves` : `NOT CONSISTENT: ${f.evidence_problem}`} |`),
   ].join('\n');
-  writeFileSync(path.join(RESULTS, 'faults.md'), `# Fault tests (${out.when}, ${RATE} webhooks/s offered)\n\n${out.topology}.\n\nRecovery: from clearing the fault until the webhooks accepted more than 2 s before and not yet delivered are no more than before the fault, and stay so for 5 s. Longest delay: the longest any webhook of the window took from its 202 to the receiver. Lag before: acceptance to first delivery of the webhooks accepted in the 15 s before the fault.\n\n${table}\n`);
+  writeFileSync(path.join(RESULTS, 'faults.md'), `# Fault tests (${out.when}, ${RATE} webhooks/s offered)\n\n${out.topology}.\n\nRecovery: from clearing the fault until the webhooks accepted more than 2 s before and not yet delivered are no more than before the fault, and stay so for 5 s. Longest delay: the longest any webhook of the window took from its 202 to the receiver. Lag before: acceptance to first delivery of the webhooks accepted in the 15 s before the fault. Not accepted: answered other than 202 (a 503 once Kafka has not acknowledged within INGEST_ACK_TIMEOUT_MS, ${RAW_DEADLINE_MS} ms here), or not answered; the share is of the webhooks offered in the window. Bare Kafka client: a kafkajs producer (idempotent, acks=all, a ${RAW_REQUEST_TIMEOUT_MS} ms request timeout like the service's) sending one record at a time at a third of the offered rate beside the service through a broker fault's window; not acknowledged within ${RAW_DEADLINE_MS} ms, or failed: what Kafka's own leader failover costs a client.\n\n${table}\n`);
   process.stdout.write(`${table}\n`);
   process.exit(exitCode);
 }

@@ -76,6 +76,10 @@ export interface Config {
   sinkBatchRows: number;
   sinkFlushMs: number;
   ingestLingerMs: number;
+  /** Longest a webhook waits for Kafka's acknowledgment before a 503 with Retry-After, ms. */
+  ingestAckTimeoutMs: number;
+  /** Longest the Kafka client waits for the answer to one request before it retries it elsewhere, ms. */
+  kafkaRequestTimeoutMs: number;
   outputLingerMs: number;
   idempotencyTtlSeconds: number;
   /** A process records an API key's last use at most once per this many seconds. */
@@ -414,6 +418,8 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     sinkBatchRows: r.integer('SINK_BATCH_ROWS', 20_000, 1, 1_000_000),
     sinkFlushMs: r.integer('SINK_FLUSH_MS', 500, 10, 60_000),
     ingestLingerMs: r.integer('INGEST_LINGER_MS', 0, 0, 1_000),
+    ingestAckTimeoutMs: r.integer('INGEST_ACK_TIMEOUT_MS', 5_000, 100, 120_000),
+    kafkaRequestTimeoutMs: r.integer('KAFKA_REQUEST_TIMEOUT_MS', 5_000, 1_000, 300_000),
     outputLingerMs: r.integer('OUTPUT_LINGER_MS', 5, 0, 1_000),
     idempotencyTtlSeconds: r.integer('IDEMPOTENCY_TTL_SECONDS', 86_400, 1, 30 * 86_400),
     apiKeyLastUsedIntervalSeconds: r.integer('API_KEY_LAST_USED_INTERVAL_SECONDS', 60, 1, 86_400),
@@ -545,6 +551,7 @@ export const SETTINGS: SettingDoc[] = [
   { env: 'KAFKA_BROKERS', default: 'unset: local Kafka', unit: 'host:port list', description: 'Comma-separated bootstrap brokers. Unset, a single-node Kafka 4 (KRaft) is resolved with Maven and started under DATA_DIR.' },
   { env: 'KAFKA_REPLICATION_FACTOR', default: '1 local, 3 with KAFKA_BROKERS', unit: 'replicas', description: 'Replication factor of topics the service creates.' },
   { env: 'KAFKA_PARTITIONS', default: '3', unit: 'partitions', description: 'Partitions of the event and delivery topics the service creates.' },
+  { env: 'KAFKA_REQUEST_TIMEOUT_MS', default: '5000', unit: 'milliseconds', description: 'Longest the Kafka client waits for the answer to one request (a produce, a fetch, a commit) before it fails it and retries, after reading where the partition\'s leader is now. A frozen broker holds a request this long; Kafka\'s own default, 30 s, held webhooks and stages for 30 s each time. Keep it above the slowest acknowledgment the cluster gives under load.' },
   { env: 'KAFKA_PRODUCERS', default: '1', unit: 'producers', description: 'Idempotent producers of a process, each owning a share of every topic\'s partitions (partition modulo this count), so that as many produce requests can be in flight; each partition keeps one writer and its order. At most 16.' },
   { env: 'TOPIC_PREFIX', default: '(empty)', unit: 'string', description: 'Prefix of every topic name, to share one cluster between deployments.' },
   { env: 'SCHEMA_REGISTRY_URL', default: 'unset: local registry', unit: 'URL', description: 'Confluent-compatible schema registry. Unset, a Kafka-backed registry runs inside the service.' },
@@ -577,6 +584,7 @@ export const SETTINGS: SettingDoc[] = [
   { env: 'DELIVERY_SYNC_MS', default: '500', unit: 'milliseconds', description: 'How often a deliver process says in Redis that it is live and reads the other deliver processes: their number (its share of DELIVERY_PER_DESTINATION) and their open breakers (which hold its deliveries too). Also, plus a few Redis round trips, the bound on how late it follows another process\'s breaker.' },
   { env: 'SINK_BATCH_ROWS', default: '20000', unit: 'rows', description: 'Rows the ClickHouse sink gathers before an insert.' },
   { env: 'SINK_FLUSH_MS', default: '500', unit: 'milliseconds', description: 'Longest time a row waits in the sink before its insert. Every insert makes a part the engine merges later: shorter waits cost CPU, longer ones delay `acked` and query freshness.' },
+  { env: 'INGEST_ACK_TIMEOUT_MS', default: '5000', unit: 'milliseconds', description: 'Longest a webhook waits for Kafka to acknowledge it (acks=all) before the Hook URL answers 503 `service-unavailable` with Retry-After: 1 instead of holding the sender (a broker frozen, leadership moving). The problem\'s `detail` says whether the event was never stored (it was still waiting for a request) or may still be (its request had not come back); a retry of the latter may be received twice.' },
   { env: 'INGEST_LINGER_MS', default: '0', unit: 'milliseconds', description: 'How long the Hook URL waits to gather concurrent webhooks into one Kafka request (0: one event-loop turn).' },
   { env: 'OUTPUT_LINGER_MS', default: '5', unit: 'milliseconds', description: 'How long the stages\' outputs wait to gather into one Kafka request when no request of theirs is in flight (0: one event-loop turn); while one is, they gather until it is answered anyway. At moderate rates it halves the produce requests per event for at most this much more latency per stage.' },
   { env: 'IDEMPOTENCY_TTL_SECONDS', default: '86400', unit: 'seconds', description: 'How long an `Idempotency-Key` and its answer are kept (per tenant and API key, in Redis).' },

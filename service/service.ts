@@ -178,7 +178,7 @@ export async function startService(config: Config, log = new Logger(config.logLe
     const infra: LocalInfrastructure = await startLocalInfrastructure(config, log);
     cleanups.push(() => infra.stop());
 
-    const kafka = createKafka(infra.endpoints.kafkaBrokers, `hookline-${process.pid}`, { log });
+    const kafka = createKafka(infra.endpoints.kafkaBrokers, `hookline-${process.pid}`, { log, requestTimeoutMs: config.kafkaRequestTimeoutMs });
     const { specs, records } = topology(topics, config.kafkaPartitions, config.ingestMaxBodyBytes);
     await ensureTopics(kafka, specs, config.kafkaReplicationFactor);
     const admin = kafka.admin();
@@ -362,7 +362,7 @@ export async function startService(config: Config, log = new Logger(config.logLe
     if (has('ingest')) {
       const limiter = new IngestLimiter({ source: new RedisTokenLeases(redis), prefix: config.topicPrefix, perHook: config.ingestRateLimits.perHook, perTenant: config.ingestRateLimits.perTenant, timeoutMs: config.ingestRateLimits.timeoutMs, log });
       cleanups.push(async () => limiter.stop());
-      ingestDeps = { topics, config: store, codec, producer: await lanes({ lingerMs: config.ingestLingerMs }), maxBodyBytes: config.ingestMaxBodyBytes, maxHops: config.maxHops, log, limiter };
+      ingestDeps = { topics, config: store, codec, producer: await lanes({ lingerMs: config.ingestLingerMs }), maxBodyBytes: config.ingestMaxBodyBytes, maxHops: config.maxHops, log, limiter, ackDeadlineMs: config.ingestAckTimeoutMs };
       ingest = ingestRouter(ingestDeps);
     }
     const evidenceStore = clickhouse && new EvidenceStore(clickhouse, config.clickhouseDatabase);

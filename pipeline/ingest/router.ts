@@ -10,7 +10,7 @@ import type { Logger } from '../../core/log';
 import type { AvroCodec } from '../../platform/avro/codec';
 import type { Header, WebhookEvent } from '../../platform/avro/records';
 import type { RecordSender } from '../../platform/kafka/producer-lanes';
-import { ProducerRenewingError } from '../../platform/kafka/batching-producer';
+import { ProducerRenewingError, SendDeadlineError } from '../../platform/kafka/batching-producer';
 import { CONFIG_VERSION_HEADER } from '../runtime/config-version';
 import { correlationIdOf } from './correlation';
 import { REDACTED_HEADERS, REDACTED_VALUE } from '../../core/secrets/redacted-headers';
@@ -38,6 +38,25 @@ export interface IngestDeps {
   log: Logger;
   /** Rate limits per Hook URL and tenant; none: unlimited. */
   limiter?: IngestLimiter;
+  /**
+   * Longest a webhook waits for Kafka's acknowledgment before it is answered 503 with
+   * Retry-After (INGEST_ACK_TIMEOUT_MS); unset, it waits as long as the client retries.
+   */
+  ackDeadlineMs?: number;
+}
+
+/** Seconds a sender is asked to wait before trying again when Kafka did not take its webhook. */
+const RETRY_AFTER_SECONDS = 1;
+
+/** The 503 of a webhook Kafka did not acknowledge: the sender should retry, not give up. */
+function unstored(err: unknown): AppError | undefined {
+  const retry = { retry_after_seconds: RETRY_AFTER_SECONDS };
+  if (err instanceof SendDeadlineError) {
+    const detail = err.written === 'no' ? `Kafka did not take the event within ${err.deadlineMs} ms and it was not stored; retry shortly` : `Kafka did not acknowledge the event within ${err.deadlineMs} ms; it may still be stored, so a retry may be received twice`;
+    return new AppError('service-unavailable', detail, retry, true, { cause: err });
+  }
+  if (err instanceof Error && (err.name.startsWith('KafkaJS') || err instanceof ProducerRenewingError)) return new AppError('service-unavailable', 'the event could not be stored durably; retry shortly', retry, true, { cause: err });
+  return undefined;
 }
 
 /**
@@ -117,12 +136,12 @@ export async function acceptWebhook(deps: IngestDeps, ingester: Ingester, req: I
     const eventValue = deps.codec.encodeNow(deps.topics.received, 'WebhookEvent', event) ?? (await deps.codec.encode(deps.topics.received, 'WebhookEvent', event));
     // read after the ingester was found, so it covers the configuration the webhook was accepted with
     const headers = { [CONFIG_VERSION_HEADER]: deps.config.version.toString(), ...trace };
-    await deps.producer.send([{ topic: deps.topics.received, messages: [{ key: webhookKey(event, ingester), value: eventValue, headers }] }]);
+    const records = [{ topic: deps.topics.received, messages: [{ key: webhookKey(event, ingester), value: eventValue, headers }] }];
+    await (deps.ackDeadlineMs === undefined ? deps.producer.send(records) : deps.producer.send(records, { deadlineMs: deps.ackDeadlineMs }));
   } catch (err) {
     if (span) endSpan(span, err);
     // Kafka not acknowledging is a passing condition: the sender should retry, not give up
-    if (err instanceof Error && (err.name.startsWith('KafkaJS') || err instanceof ProducerRenewingError)) throw new AppError('service-unavailable', 'the event could not be stored durably; retry shortly', {}, true, { cause: err });
-    throw err;
+    throw unstored(err) ?? err;
   }
   recordIngestAccepted();
   if (span) {

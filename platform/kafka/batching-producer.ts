@@ -1,10 +1,13 @@
 import type { Message, Producer } from 'kafkajs';
 import { recordProduce, secondsSince } from '../metrics/metrics';
+import type { RecordSender, SendOptions } from './producer-lanes';
 
 interface Pending {
   topicMessages: { topic: string; messages: Message[] }[];
   resolve(): void;
   reject(err: unknown): void;
+  /** Set once its records are in a request. */
+  sent?: boolean;
 }
 
 export interface BatchingOptions {
@@ -46,7 +49,7 @@ export interface BatchingOptions {
  * a request slot frees, and at most `maxBatch` go out in one request. Each caller's promise
  * settles with its request, acks=all.
  */
-export class BatchingProducer {
+export class BatchingProducer implements RecordSender {
   private queue: Pending[] = [];
   private queued = 0;
   private timer: NodeJS.Immediate | NodeJS.Timeout | undefined;
@@ -96,11 +99,13 @@ export class BatchingProducer {
     return this.options.maxBatchBytes ?? 512 * 1024;
   }
 
-  send(topicMessages: { topic: string; messages: Message[] }[]): Promise<void> {
+  send(topicMessages: { topic: string; messages: Message[] }[], options: SendOptions = {}): Promise<void> {
     // while a producer whose send rejected is replaced, nothing waits on it: the caller retries
     if (this.renewing) return Promise.reject(new ProducerRenewingError());
     return new Promise<void>((resolve, reject) => {
-      this.queue.push({ topicMessages, resolve, reject });
+      const pending: Pending = { topicMessages, resolve, reject };
+      if (options.deadlineMs !== undefined) this.bound(pending, options.deadlineMs);
+      this.queue.push(pending);
       this.queued += topicMessages.reduce((n, t) => n + t.messages.length, 0);
       if (this.queued >= this.maxBatch) this.flush();
       else if (!this.timer) {
@@ -108,6 +113,29 @@ export class BatchingProducer {
         this.timer = linger > 0 ? setTimeout(() => this.flush(), linger) : setImmediate(() => this.flush());
       }
     });
+  }
+
+  /** Settles `pending` at its deadline if its request has not: dropped from the queue if it is still there. */
+  private bound(pending: Pending, deadlineMs: number): void {
+    const { resolve, reject } = pending;
+    const timer = setTimeout(() => {
+      if (!pending.sent) {
+        const at = this.queue.indexOf(pending);
+        if (at >= 0) {
+          this.queue.splice(at, 1);
+          this.queued -= pending.topicMessages.reduce((n, t) => n + t.messages.length, 0);
+        }
+      }
+      reject(new SendDeadlineError(deadlineMs, pending.sent ? 'maybe' : 'no'));
+    }, deadlineMs);
+    pending.resolve = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+    pending.reject = (err) => {
+      clearTimeout(timer);
+      reject(err);
+    };
   }
 
   private flush(): void {
@@ -131,6 +159,7 @@ export class BatchingProducer {
       const size = bytesOf(next);
       if (batch.length > 0 && (count >= this.maxBatch || bytes + size > this.maxBatchBytes)) break;
       this.queue.shift();
+      next.sent = true;
       batch.push(next);
       count += next.topicMessages.reduce((n, t) => n + t.messages.length, 0);
       bytes += size;
@@ -175,6 +204,22 @@ function bytesOf(p: Pending): number {
 function sizeOf(v: Message['key'] | Message['value']): number {
   if (v === null || v === undefined) return 0;
   return typeof v === 'string' ? Buffer.byteLength(v) : v.length;
+}
+
+/**
+ * A send not acknowledged within its deadline. `written` is 'no' when its records were still
+ * waiting for a request (they are dropped and never written), 'maybe' when they were in one that
+ * has not come back (a frozen or dying broker): they may yet be written.
+ */
+export class SendDeadlineError extends Error {
+  readonly retriable = true;
+  constructor(
+    readonly deadlineMs: number,
+    readonly written: 'no' | 'maybe',
+  ) {
+    super(`Kafka did not acknowledge the records within ${deadlineMs} ms`);
+    this.name = 'SendDeadlineError';
+  }
 }
 
 /** A send refused while the producer is being replaced after a failed send; trying again later is right. */

@@ -4,7 +4,7 @@ import { kafkaLogCreator } from './log-filter';
 import { countRequests } from './request-counts';
 
 /** A client whose requests are counted in the metrics; its WARN and ERROR lines go through `log` when given, else to stderr as JSON. */
-export function createKafka(brokers: string[], clientId: string, options: { quiet?: boolean; log?: Logger } = {}): Kafka {
+export function createKafka(brokers: string[], clientId: string, options: { quiet?: boolean; log?: Logger; requestTimeoutMs?: number } = {}): Kafka {
   process.env.KAFKAJS_NO_PARTITIONER_WARNING = '1';
   return countRequests(new Kafka({
     clientId,
@@ -13,6 +13,9 @@ export function createKafka(brokers: string[], clientId: string, options: { quie
     logCreator: kafkaLogCreator({ log: options.log }),
     retry: { initialRetryTime: 100, retries: 8 },
     connectionTimeout: 3000,
+    // a frozen broker holds a request until this passes; kafkajs then reads where the leader is
+    // now and retries there (unset: kafkajs's 30 s)
+    ...(options.requestTimeoutMs === undefined ? {} : { requestTimeout: options.requestTimeoutMs }),
   }));
 }
 

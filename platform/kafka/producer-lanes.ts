@@ -1,9 +1,19 @@
 import type { Admin, Message } from 'kafkajs';
 import { murmur2 } from './partitioner';
 
+/** What a caller may ask of one send. */
+export interface SendOptions {
+  /**
+   * Longest the caller waits for the acknowledgment, ms: past it the send rejects with a
+   * SendDeadlineError, whose `written` says whether the records can still be written (they
+   * were in a request) or never will (they were still waiting for one and are dropped).
+   */
+  deadlineMs?: number;
+}
+
 /** Anything that takes records for their topics and settles once Kafka has them all (acks=all). */
 export interface RecordSender {
-  send(topicMessages: { topic: string; messages: Message[] }[]): Promise<void>;
+  send(topicMessages: { topic: string; messages: Message[] }[], options?: SendOptions): Promise<void>;
 }
 
 /**
@@ -24,9 +34,9 @@ export class ProducerLanes implements RecordSender {
     if (lanes.length === 0) throw new Error('ProducerLanes needs at least one lane');
   }
 
-  send(topicMessages: { topic: string; messages: Message[] }[]): Promise<void> {
+  send(topicMessages: { topic: string; messages: Message[] }[], options?: SendOptions): Promise<void> {
     const n = this.lanes.length;
-    if (n === 1) return this.lanes[0]!.send(topicMessages);
+    if (n === 1) return this.lanes[0]!.send(topicMessages, options);
     const perLane: Map<string, Message[]>[] = this.lanes.map(() => new Map());
     for (const { topic, messages } of topicMessages) {
       const partitions = this.partitionsOf(topic);
@@ -46,7 +56,7 @@ export class ProducerLanes implements RecordSender {
     }
     const sends: Promise<void>[] = [];
     for (let i = 0; i < n; i++) {
-      if (perLane[i]!.size > 0) sends.push(this.lanes[i]!.send([...perLane[i]!].map(([topic, messages]) => ({ topic, messages }))));
+      if (perLane[i]!.size > 0) sends.push(this.lanes[i]!.send([...perLane[i]!].map(([topic, messages]) => ({ topic, messages })), options));
     }
     return sends.length === 1 ? sends[0]! : Promise.all(sends).then(() => undefined);
   }
