@@ -924,7 +924,7 @@ function mcpSchemas(): Json {
     ProofStatus: { enum: ['pass', 'fail', 'unknown'], description: '`pass`: the check held when measured; `fail`: it did not, or could not be measured (the error is in `observed`); `unknown`: nothing to judge yet (e.g. no checkpoint sealed, no offset sample old enough).' },
     Proof: {
       type: 'object',
-      description: 'One live check, measured when asked. `observed` holds the values it measured; its members differ per proof (README: Runtime and trust proofs).',
+      description: 'One live check, measured when asked. `observed` holds the values it measured; its members differ per proof (docs/api.md: Runtime and trust proofs).',
       required: ['id', 'title', 'scope', 'criterion', 'status', 'observed', 'measured_at', 'duration_ms'],
       properties: {
         id: { type: 'string', enum: [...RUNTIME_PROOFS, ...TRUST_PROOFS].map((p) => p.id) },
@@ -1791,7 +1791,7 @@ function publicPaths(): Json {
       get: {
         operationId: 'getMetrics',
         summary: 'Prometheus metrics of this process',
-        description: 'Served by every process of the service, whatever its stages or role: the metrics of this process in the Prometheus text exposition format (version 0.0.4), for a Prometheus scrape. The Node process metrics under their standard names (`process_cpu_seconds_total`, `process_resident_memory_bytes`, `nodejs_*`) and the pipeline\'s under `hookline_` (deliveries by outcome and their duration, Hook URL requests accepted and refused, consumer lag per stage, topic and partition, circuit breakers, Kafka produce duration, sink rows and flush duration, evidence tree size and seal duration; the README lists them). When the deployment sets `METRICS_TOKEN`, a request must carry it as `Authorization: Bearer <token>` (401 otherwise); unset, anyone who reaches the port may read it, and no metric names a tenant\'s objects. No API key.',
+        description: 'Served by every process of the service, whatever its stages or role: the metrics of this process in the Prometheus text exposition format (version 0.0.4), for a Prometheus scrape. The Node process metrics under their standard names (`process_cpu_seconds_total`, `process_resident_memory_bytes`, `nodejs_*`) and the pipeline\'s under `hookline_` (deliveries by outcome and their duration, Hook URL requests accepted and refused, consumer lag per stage, topic and partition, circuit breakers, Kafka produce duration, sink rows and flush duration, evidence tree size and seal duration; docs/operations.md lists them). When the deployment sets `METRICS_TOKEN`, a request must carry it as `Authorization: Bearer <token>` (401 otherwise); unset, anyone who reaches the port may read it, and no metric names a tenant\'s objects. No API key.',
         tags: ['Health'],
         security: [],
         responses: {

@@ -3,7 +3,7 @@
  * service as separate processes, and measures every scenario against a baseline taken in the
  * same run (the machine is shared, so only ratios are comparable between runs). Results go
  * to bench/results/latest.json and latest.md (quick mode: quick.json and quick.md).
- * The README's "Benchmarks" section lists the scenarios and every environment variable.
+ * docs/benchmarks.md lists the scenarios and every environment variable.
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';

@@ -14,8 +14,8 @@ import { Concealed, parseOtlpHeaders } from './otlp-headers';
 
 /**
  * The one typed configuration of the service, read from environment variables.
- * Every setting is declared once in SETTINGS with its default and unit; the README's
- * configuration table lists the same variables (a test keeps them in step).
+ * Every setting is declared once in SETTINGS with its default and unit; the table of
+ * docs/configuration.md lists the same variables (a test keeps them in step).
  */
 export interface Config {
   /** `production` (the strict defaults) or `development` (`npm start`: some defaults relaxed, loudly). */
@@ -538,7 +538,7 @@ function parseStages(r: Reader): StageName[] {
   return stages;
 }
 
-/** The documented settings, in the order the README lists them. */
+/** The documented settings, in the order docs/configuration.md lists them. */
 export const SETTINGS: SettingDoc[] = [
   { env: 'HOOKLINE_ENV', default: 'production', unit: 'production, development', description: '`development` relaxes the defaults marked so below for local use and prints each relaxation at start; `npm start` runs in development unless this is set. Every default is the strict one in `production`.' },
   { env: 'PORT', default: '8080 (0 in a process without api or ingest)', unit: 'TCP port', description: 'Port of the HTTP API and the Hook URLs, and of `/healthz` and `/readyz`, which every process serves. A process that runs neither `api` nor `ingest` takes a free port unless PORT is set, and names it in its `service ready` line.' },

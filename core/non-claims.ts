@@ -1,6 +1,6 @@
 /**
- * What the service does not guarantee, by category. list_non_claims answers these and the
- * README's "What the service does not claim" says the same (a test keeps them in step).
+ * What the service does not guarantee, by category. list_non_claims answers these and
+ * docs/non-claims.md says the same (a test keeps them in step).
  */
 export interface NonClaim {
   id: string;

@@ -1,6 +1,6 @@
 /**
  * What the runtime and trust proofs check. Each proof is a live check run when it is asked for;
- * this catalogue gives its id, title and pass criterion (the README lists the same, a test keeps
+ * this catalogue gives its id, title and pass criterion (docs/api.md lists the same, a test keeps
  * them in step). `scope` says whether a proof looks at the whole service or at the caller's tenant.
  */
 export interface ProofSpec {

@@ -89,7 +89,7 @@ describe('pipeline', () => {
     expect(r.requests).toHaveLength(1);
   });
 
-  it('delivers events a producer wrote straight onto the received topic (README example)', async () => {
+  it('delivers events a producer wrote straight onto the received topic (the example of docs/ingestion.md)', async () => {
     const r = await receiver();
     const ing = await svc.api('POST', `/v1/tenants/${svc.tenantId}/ingesters`, { name: 'direct', provider: 'none', config: {}, destination_ids: [await destination('direct-dest', r.url)] });
     const env = { ...process.env, TOPIC_PREFIX: svc.config.topicPrefix };

@@ -3,9 +3,10 @@ import path from 'node:path';
 import { CAPABILITIES, RUNTIME_PROOFS, TRUST_PROOFS } from '../../core/proof-catalogue';
 import { NON_CLAIMS } from '../../core/non-claims';
 
-/** The README documents every proof id and every non-claim exactly as the service answers them. */
+/** The docs state every proof id and every non-claim exactly as the service answers them. */
 describe('proof and non-claim catalogues', () => {
-  const readme = readFileSync(path.join(__dirname, '../../README.md'), 'utf8');
+  const apiPage = readFileSync(path.join(__dirname, '../../docs/api.md'), 'utf8');
+  const nonClaimsPage = readFileSync(path.join(__dirname, '../../docs/non-claims.md'), 'utf8');
 
   it('has ten runtime and ten trust proofs, numbered in order', () => {
     expect(RUNTIME_PROOFS.map((p) => p.id)).toEqual(Array.from({ length: 10 }, (_, i) => `PROOF-${String(i + 1).padStart(3, '0')}`));
@@ -19,12 +20,12 @@ describe('proof and non-claim catalogues', () => {
     expect([...ids].filter((id) => !used.has(id))).toEqual([]);
   });
 
-  it('lists every proof in the README with its title, scope and criterion', () => {
-    for (const p of [...RUNTIME_PROOFS, ...TRUST_PROOFS]) expect(readme).toContain(`| ${p.id} | ${p.title} | ${p.scope} | ${p.criterion} |`);
+  it('lists every proof in docs/api.md with its title, scope and criterion', () => {
+    for (const p of [...RUNTIME_PROOFS, ...TRUST_PROOFS]) expect(apiPage).toContain(`| ${p.id} | ${p.title} | ${p.scope} | ${p.criterion} |`);
   });
 
-  it('states every non-claim in the README', () => {
+  it('states every non-claim in docs/non-claims.md', () => {
     expect(new Set(NON_CLAIMS.map((n) => n.id)).size).toBe(NON_CLAIMS.length);
-    for (const n of NON_CLAIMS) expect(readme).toContain(`- ${n.id} (${n.category}): ${n.statement}`);
+    for (const n of NON_CLAIMS) expect(nonClaimsPage).toContain(`- ${n.id} (${n.category}): ${n.statement}`);
   });
 });

@@ -49,12 +49,12 @@ describe('the registry of topics and consumers', () => {
     expect(() => checkWrites({ name: 'free' }, [output('anything')])).not.toThrow();
   });
 
-  it('is what the README describes: every consumer and every topic is named there', () => {
-    const readme = readFileSync(path.join(__dirname, '../../README.md'), 'utf8');
-    for (const c of table) expect({ consumer: c.name, named: readme.includes(`\`${c.name}\``) || readme.includes(` ${c.name} `) }).toEqual({ consumer: c.name, named: true });
+  it('is what docs/architecture.md describes: every consumer and every topic is named there', () => {
+    const page = readFileSync(path.join(__dirname, '../../docs/architecture.md'), 'utf8');
+    for (const c of table) expect({ consumer: c.name, named: page.includes(`\`${c.name}\``) || page.includes(` ${c.name} `) }).toEqual({ consumer: c.name, named: true });
     for (const t of created) {
       const name = t.slice('p.'.length).replace(/^deliveries\.retry\..*/, 'deliveries.retry.<tier>');
-      expect({ topic: name, named: readme.includes(name) }).toEqual({ topic: name, named: true });
+      expect({ topic: name, named: page.includes(name) }).toEqual({ topic: name, named: true });
     }
   });
 });
