@@ -40,6 +40,8 @@ import { runRelease } from '../pipeline/release/stage';
 import { Pacer } from '../pipeline/deliver/pace';
 import { RedisSendSlots } from '../platform/redis/send-slots';
 import { runWindowedStage } from '../pipeline/runtime/windowed-runner';
+import { attemptMarksIn, type AttemptMarks } from '../pipeline/deliver/attempt-marks';
+import { RedisBatchedMarks } from '../platform/redis/batched-marks';
 import { OrderedLines } from '../pipeline/deliver/ordered-lines';
 import { LogShipper } from '../platform/kafka/log-shipper';
 import type { DeliveryTask } from '../platform/avro/records';
@@ -323,7 +325,14 @@ export async function startService(config: Config, log = new Logger(config.logLe
       const lines = new OrderedLines(config.deliveryOrderedWaitMs);
       // before the stages stop (cleanups run backwards): a delivery waiting in line leaves it at once
       cleanups.push(async () => lines.stop());
-      const stage = deliverStage({ topics, destinations, sender, breakers, defaultSchedule: config.retryScheduleMs, isRefusal: isSsrfRefusal, pacer, happenings: operational, lines });
+      let marks: AttemptMarks | undefined;
+      if (config.deliveryAttemptMarksTtlS > 0) {
+        const markStore = new RedisBatchedMarks(redis, config.topicPrefix, { ttlMs: config.deliveryAttemptMarksTtlS * 1_000, onWriteFailed: (err) => log.warn('attempt marks not written; a delivery read again may be sent again', { error: errorMessage(err) }) });
+        marks = attemptMarksIn(markStore);
+        // after the stages (cleanups run backwards): the last attempts' marks are written before Redis closes
+        cleanups.push(() => markStore.flush());
+      }
+      const stage = deliverStage({ topics, destinations, sender, breakers, defaultSchedule: config.retryScheduleMs, isRefusal: isSsrfRefusal, pacer, happenings: operational, lines, marks });
       const ordered = (t: DeliveryTask) => store.get('destination', t.tenant_id, t.destination_id)?.ordered === true;
       // an ordered destination's deliveries take their send slots in line, one at a time, in order
       const prepare = async (t: DeliveryTask) => (ordered(t) ? t : pacer.prepare(t, store.get('destination', t.tenant_id, t.destination_id)));

@@ -15,6 +15,7 @@ import { OUTCOME_LINES, outcomeLineFields } from './lines';
 import { authHeader } from '../../core/destination-auth';
 import { holdTask, isHeld } from './hold';
 import type { OrderedLines } from './ordered-lines';
+import type { AttemptMarks } from './attempt-marks';
 import { deliveryKey, keptKey } from '../../core/record-keys';
 import { Pacer } from './pace';
 import { recordDelivery, type DeliveryOutcomeLabel } from '../../platform/metrics/metrics';
@@ -52,6 +53,8 @@ export interface DeliverDeps {
   happenings?: HappeningsPort;
   /** How long an ordered destination's delivery may wait in line (pipeline/deliver/ordered-lines.ts); unset, it never does. */
   lines?: OrderedLines;
+  /** Marks of finished attempts, read for uncertain tasks so a finished attempt is not sent again; unset, none. */
+  marks?: AttemptMarks;
   now?: () => number;
 }
 
@@ -217,7 +220,7 @@ export function deliverStage(deps: DeliverDeps): RecordStage<'DeliveryTask'> {
    * send slot is far, the breaker is open), a hold (the destination is paused or disabled), or
    * failing it (the destination is gone).
    */
-  async function once(input: DeliveryTask, key: string, { log, trace, span }: StageContext): Promise<Step> {
+  async function once(input: DeliveryTask, key: string, { log, trace, span, uncertain }: StageContext): Promise<Step> {
     let task = input;
     const fields = { tenant_id: task.tenant_id, event_id: task.event_id, delivery_id: task.delivery_id, destination_id: task.destination_id, correlation_id: task.correlation_id, trace_id: traceIdOf(trace), attempt: task.attempt };
     // a task that came back early waits in the delay topics, not here
@@ -252,7 +255,14 @@ export function deliverStage(deps: DeliverDeps): RecordStage<'DeliveryTask'> {
       const dead = followUp(task, key, { action: 'dead', reason, disableDestination: false }, log, fields, outcome);
       return { ...dead, outputs: [{ topic: topics.deliveryCompleted, key, record: 'DeliveryOutcome', value: outcome }, ...dead.outputs] };
     }
-    const { result, durationMs, responseBody } = await attempt(task, destination, trace);
+    // a task read again after a rebalance or a restart: its attempt may have finished already
+    const marked = uncertain ? await deps.marks?.recall(task) : undefined;
+    if (marked) {
+      log.info('attempt already made; its outcome is written again without sending it again', { ...fields, attempted_at: new Date(marked.attemptedAt).toISOString() });
+      outcome.attempted_at = marked.attemptedAt;
+    }
+    const { result, durationMs, responseBody } = marked ?? (await attempt(task, destination, trace));
+    if (!marked && result.kind !== 'breaker-open') deps.marks?.note(task, { result, durationMs, attemptedAt, ...(responseBody ? { responseBody } : {}) });
     const schedule = destination.retry_schedule_ms ?? deps.defaultSchedule;
     const decision = decide(result, task.attempt, schedule, now());
     if (span) noteAttempt(span, destination, result, decision);
@@ -260,7 +270,8 @@ export function deliverStage(deps: DeliverDeps): RecordStage<'DeliveryTask'> {
       recordDelivery('breaker_open');
       return followUp(task, key, decision, log, fields, null);
     }
-    recordDelivery(outcomeLabel(result, decision), durationMs / 1000);
+    // an outcome written again from its mark was counted when the attempt was made
+    if (!marked) recordDelivery(outcomeLabel(result, decision), durationMs / 1000);
 
     outcome.duration_ms = durationMs;
     outcome.response_code = result.kind === 'response' ? result.status : null;

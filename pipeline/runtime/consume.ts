@@ -64,6 +64,12 @@ export interface ConsumedBatch {
   active(): boolean;
   /** The fetch position moves past `offset` (commits are separate). */
   resolve(offset: string): void;
+  /**
+   * True for an offset below the end the partition had when this member first fetched from it
+   * after joining the group: a previous owner (or an earlier run) may have handled it without
+   * committing. Everything later is new to the group.
+   */
+  uncertain(offset: string): boolean;
   heartbeat(): Promise<void>;
   /**
    * The record decoded as its topic's record, or why its bytes never decode and their dead
@@ -178,9 +184,12 @@ export async function consume(deps: RunnerDeps, options: ConsumeOptions, handle:
   await consumer.subscribe({ topics: options.inputs.map((i) => i.topic), fromBeginning: true });
   const unwatchLag = deps.admin ? watchConsumerLag({ stage: options.name, groupId: groupIdOf(deps.groupPrefix, options.name), topics: options.inputs.map((i) => i.topic), admin: deps.admin }) : undefined;
   const commits = new OffsetCommits(consumer, log);
-  if (options.onAssign) {
-    consumer.on(consumer.events.GROUP_JOIN, (e) => options.onAssign!(e.payload.memberAssignment));
-  }
+  /** Per partition, its end at this member's first fetch since it joined: below it, records may have been handled. */
+  const uncertainBelow = new Map<string, bigint>();
+  consumer.on(consumer.events.GROUP_JOIN, (e) => {
+    uncertainBelow.clear();
+    options.onAssign?.(e.payload.memberAssignment);
+  });
 
   const consuming: Consuming = {
     log,
@@ -212,6 +221,9 @@ export async function consume(deps: RunnerDeps, options: ConsumeOptions, handle:
 
   const batchOf = ({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload): ConsumedBatch => {
     const { record, read } = decoderOf.get(batch.topic)!;
+    const id = `${batch.topic}:${batch.partition}`;
+    let below = uncertainBelow.get(id);
+    if (below === undefined) uncertainBelow.set(id, (below = BigInt(batch.highWatermark)));
     /** Why bytes never decode, and their dead letter; any other failure (the registry away) is thrown. */
     const failed = <N extends RecordName>(message: KafkaMessage & { value: Buffer }, err: unknown): Decoded<N> => {
       if (!(err instanceof UndecodableRecordError)) throw err;
@@ -230,6 +242,7 @@ export async function consume(deps: RunnerDeps, options: ConsumeOptions, handle:
       lastOffset: () => batch.lastOffset(),
       active: () => isRunning() && !isStale(),
       resolve: (offset) => resolveOffset(offset),
+      uncertain: (offset) => BigInt(offset) < below,
       heartbeat,
       decode<N extends RecordName>(message: KafkaMessage & { value: Buffer }): Decoded<N> | Promise<Decoded<N>> {
         let value: unknown;

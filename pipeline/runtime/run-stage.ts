@@ -6,7 +6,7 @@ import { isRetriableKafkaError } from '../../platform/kafka/client';
 import { poisonLetter } from '../dead-letter';
 import { consume, type ConsumedBatch, type Consuming, type EncodedOutput, type RunnerDeps, type RunningStage } from './consume';
 import { requiredVersion, stampVersion } from './config-version';
-import { CHAINED_HEADER, checkWrites, type AnyOutput, type RecordStage, type Stage, type StageContext } from './stage';
+import { CHAINED_HEADER, checkWrites, UNCERTAIN_HEADER, type AnyOutput, type RecordStage, type Stage, type StageContext } from './stage';
 import { recordTraceOf, traceIdOf } from '../../platform/tracing/trace-context';
 import { handleInSpan } from './traced';
 
@@ -33,7 +33,8 @@ export async function handleRecord<S extends RecordStage>(stage: S, deps: Runner
   const attempts = stage.attempts ?? HANDLER_ATTEMPTS;
   const waiting = consuming.config.ready(ctx.configVersion);
   if (waiting) await waiting;
-  const decided = (outputs: AnyOutput[]) => consuming.encode(stampVersion(outputs, consuming.config.decided(ctx.configVersion), ctx.trace));
+  // what an uncertain input gives may repeat what it gave before: its readers are told so
+  const decided = (outputs: AnyOutput[]) => consuming.encode(stampVersion(ctx.uncertain ? markUncertain(outputs) : outputs, consuming.config.decided(ctx.configVersion), ctx.trace));
   for (let attempt = 1; ; attempt++) {
     try {
       const outputs = await handleInSpan(stage, value as never, ctx);
@@ -48,6 +49,11 @@ export async function handleRecord<S extends RecordStage>(stage: S, deps: Runner
   }
 }
 
+/** The outputs with UNCERTAIN_HEADER among their headers. */
+function markUncertain(outputs: AnyOutput[]): AnyOutput[] {
+  return outputs.map((o) => ({ ...o, headers: { ...o.headers, [UNCERTAIN_HEADER]: '1' } }) as AnyOutput);
+}
+
 /** The context of `message` in `batch`, for handlers and dead letters. */
 export function contextOf(batch: ConsumedBatch, consuming: Consuming, message: { offset: string; key: Buffer | null; value: Buffer; headers?: IHeaders }): StageContext {
   return {
@@ -56,6 +62,7 @@ export function contextOf(batch: ConsumedBatch, consuming: Consuming, message: {
     source: { topic: batch.topic, key: message.key, value: message.value },
     configVersion: requiredVersion(message.headers),
     trace: recordTraceOf(message.headers),
+    uncertain: batch.uncertain(message.offset) || message.headers?.[UNCERTAIN_HEADER] !== undefined,
   };
 }
 

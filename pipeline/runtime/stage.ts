@@ -14,6 +14,13 @@ export interface Output<N extends RecordName = RecordName> {
 }
 
 /**
+ * The header of a record decided from an input that may have been decided before (an uncertain
+ * input, StageContext.uncertain): the record may repeat one already written, so the stage that
+ * reads it checks, as it does its own uncertain inputs, whether its work was already done.
+ */
+export const UNCERTAIN_HEADER = 'hookline-uncertain';
+
+/**
  * The header of a record a chain handed on to the next stage itself: a consumer that reads the
  * record back in that stage's place leaves it alone (it has been handled).
  */
@@ -41,6 +48,14 @@ export interface StageContext {
   trace?: TraceHeaders;
   /** The record's span in this stage, only while spans are recorded: the handler notes what it decided. */
   span?: Span;
+  /**
+   * The record may have been handled before, by another member of the group or an earlier run of
+   * this process: it lies between the group's last commit and the end of the partition when this
+   * member got it (what a previous owner could have handled without committing), or its writer
+   * said so (UNCERTAIN_HEADER). Only such records are worth checking against what was done
+   * already (a delivery's attempt); every other record is new.
+   */
+  uncertain?: boolean;
 }
 
 /**

@@ -5,7 +5,7 @@ import type { WebhookEvent } from '../../platform/avro/records';
 import { BatchingProducer, ProducerRenewingError } from '../../platform/kafka/batching-producer';
 import { createKafka, createProducer, ensureTopics } from '../../platform/kafka/client';
 import { finishBacklog, runStage, type RunnerDeps, type RunningStage } from '../../pipeline/runtime/run-stage';
-import { CHAINED_HEADER, type RecordStage } from '../../pipeline/runtime/stage';
+import { CHAINED_HEADER, UNCERTAIN_HEADER, type RecordStage } from '../../pipeline/runtime/stage';
 import { runWindowedStage } from '../../pipeline/runtime/windowed-runner';
 import { uniqueSuffix } from '../support/ids';
 import { eventually } from '../support/service';
@@ -119,6 +119,30 @@ describe.each(runners)('%s', (_, run) => {
     const keys = (await readTopic(kafka, output)).map((r) => r.key?.toString());
     expect(keys.length).toBe(20);
     expect(new Set(keys).size).toBe(20);
+  });
+
+  it('calls uncertain the records a previous owner may have handled, and says so on their outputs', async () => {
+    const { input, output, group } = await topicsFor(1);
+    // there before the group's first fetch: a previous run may have handled them without committing
+    await fill(input, 5, 1);
+    const seen = new Map<string, boolean>();
+    const stage: RecordStage<'WebhookEvent'> = {
+      kind: 'record', name: 'copy', input: { topic: input, record: 'WebhookEvent' }, writes: [output],
+      async handle(e, ctx) {
+        seen.set(e.event_id, ctx.uncertain === true);
+        return [{ topic: output, key: e.event_id, record: 'WebhookEvent', value: e }];
+      },
+    };
+    running.push(await run(stage, { kafka, outputs: new BatchingProducer(producer), codec, log: new Logger('error'), groupPrefix: group }));
+    await eventually('the first five handled', async () => seen.size === 5 || undefined);
+    // written after it: new to the group
+    const later = await Promise.all([5, 6, 7].map((i) => codec.encode(input, 'WebhookEvent', event(i))));
+    await producer.send({ topic: input, acks: -1, messages: later.map((value, i) => ({ key: `k${i + 5}`, value, partition: 0 })) });
+    await eventually('all eight handled', async () => seen.size === 8 || undefined);
+    expect([...seen].sort()).toEqual([0, 1, 2, 3, 4, 5, 6, 7].map((i) => [`evt_${i}`, i < 5]));
+    const records = await readTopic(kafka, output);
+    const marked = new Map(records.map((r) => [r.key?.toString(), r.headers[UNCERTAIN_HEADER] !== undefined]));
+    expect([...marked].sort()).toEqual([0, 1, 2, 3, 4, 5, 6, 7].map((i) => [`evt_${i}`, i < 5]));
   });
 
   it('loses nothing when a second member joins mid-stream and takes partitions over', async () => {

@@ -1,0 +1,106 @@
+import { Redis } from 'ioredis';
+import { Logger } from '../../core/log';
+import type { Destination } from '../../core/model';
+import { topicNames } from '../../core/topics';
+import type { DeliveryOutcome, DeliveryTask } from '../../platform/avro/records';
+import { RedisBatchedMarks } from '../../platform/redis/batched-marks';
+import { attemptMarksIn } from '../../pipeline/deliver/attempt-marks';
+import { Breakers } from '../../pipeline/deliver/breakers';
+import type { HttpSender, SendRequest } from '../../pipeline/deliver/http-sender';
+import { deliverStage } from '../../pipeline/deliver/stage';
+import type { AnyOutput, StageContext } from '../../pipeline/runtime/stage';
+import { uniqueSuffix } from '../support/ids';
+
+/**
+ * A delivery task read again (a rebalance, a coordinator move, a restart) whose attempt had
+ * finished: the deliver stage with marks in a real Redis writes that attempt's outcome again and
+ * does not send the webhook again; a task read for the first time never reads a mark.
+ */
+const topics = topicNames('m.');
+const silent = new Logger('error');
+const now = new Date().toISOString();
+const destination: Destination = { kind: 'destination', id: 'dst_m', tenant_id: 'tenant-m', name: 'm', url: 'https://example.test/hook', status: 'active', signing_secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', disabled_reason: null, retry_schedule_ms: [0, 60_000], created_at: now, updated_at: now };
+const task = (id: string, attempt = 1): DeliveryTask => ({ delivery_id: id, event_id: `evt_${id}`, tenant_id: 'tenant-m', ingester_id: 'ing_1', destination_id: 'dst_m', correlation_id: 'cor', attempt, not_before: Date.now(), received_at: Date.now(), content_type: 'application/json', body: Buffer.from('{}'), replay_of: null, hops: 0 });
+const ctx = (uncertain: boolean): StageContext => ({ log: silent, position: { partition: 0, offset: '1' }, source: { topic: topics.deliveryRequested, key: Buffer.from('k'), value: Buffer.alloc(0) }, configVersion: 0n, uncertain });
+const outcomeOf = (outs: AnyOutput[]) => outs.find((o) => o.topic === topics.deliveryCompleted)!.value as DeliveryOutcome;
+
+describe('attempt marks', () => {
+  let redis: Redis;
+  let marks: RedisBatchedMarks;
+  let breakers: Breakers;
+  const sent: SendRequest[] = [];
+  let statuses: number[] = [];
+  const sender: HttpSender = {
+    async send(req) {
+      sent.push(req);
+      return { status: statuses.shift() ?? 200, headers: {}, durationMs: 7, body: Buffer.from('answer') };
+    },
+    async close() {},
+  };
+
+  beforeAll(() => {
+    redis = new Redis(process.env.REDIS_URL!);
+    marks = new RedisBatchedMarks(redis, `marks-test-${uniqueSuffix()}:`, { ttlMs: 60_000 });
+    breakers = new Breakers({ errorThresholdPercentage: 50, volumeThreshold: 10_000, resetTimeoutMs: 1_000, rollingWindowMs: 10_000 });
+  });
+  afterAll(async () => {
+    breakers.shutdown();
+    await redis.quit();
+  });
+  beforeEach(() => {
+    sent.length = 0;
+  });
+
+  const stage = () => deliverStage({ topics, sender, breakers, defaultSchedule: [0, 60_000], destinations: { get: () => destination, disable: async () => true }, isRefusal: () => false, marks: attemptMarksIn(marks) });
+
+  it('writes a finished attempt\'s outcome again instead of sending it again when its task is read again', async () => {
+    const id = `dlv_${uniqueSuffix()}`;
+    statuses = [503];
+    const first = await stage().handle(task(id), ctx(false));
+    await marks.flush();
+    const again = await stage().handle(task(id), ctx(true));
+    expect(sent).toHaveLength(1);
+    const [a, b] = [outcomeOf(first), outcomeOf(again)];
+    // the same outcome, but for when the retry is due (the schedule's jitter is drawn again)
+    expect({ ...b, next_attempt_at: 0 }).toEqual({ ...a, next_attempt_at: 0 });
+    expect(b.next_attempt_at).toBeGreaterThan(Date.now());
+    expect(a).toMatchObject({ status: 'retrying', response_code: 503, response_body: 'answer', duration_ms: 7 });
+    // its retry is the same task as the first time: attempt 2, waiting on a delay topic
+    const waits = (outs: AnyOutput[]) => outs.filter((o) => o.record === 'DeliveryTask').map((o) => (o.value as DeliveryTask).attempt);
+    expect(waits(again)).toEqual(waits(first));
+    expect(waits(again)).toEqual([2]);
+    // the next attempt number was never made: it is sent
+    await stage().handle(task(id, 2), ctx(true));
+    expect(sent).toHaveLength(2);
+  });
+
+  it('reads no mark for a task read for the first time', async () => {
+    const id = `dlv_${uniqueSuffix()}`;
+    await stage().handle(task(id), ctx(false));
+    await marks.flush();
+    const gets = jest.spyOn(redis, 'get');
+    await stage().handle(task(id), ctx(false));
+    expect(gets).not.toHaveBeenCalled();
+    gets.mockRestore();
+    expect(sent).toHaveLength(2);
+  });
+
+  it('writes marks in batches: one round trip for many attempts', async () => {
+    const pipelines = jest.spyOn(redis, 'pipeline');
+    const ids = Array.from({ length: 50 }, () => `dlv_${uniqueSuffix()}`);
+    await Promise.all(ids.map((id) => stage().handle(task(id), ctx(false))));
+    await marks.flush();
+    expect(pipelines).toHaveBeenCalledTimes(1);
+    pipelines.mockRestore();
+    const recalled = await Promise.all(ids.map((id) => attemptMarksIn(marks).recall(task(id))));
+    expect(recalled.every((r) => r?.result.kind === 'response')).toBe(true);
+  });
+
+  it('attempts again when Redis does not answer in time', async () => {
+    const slow = new RedisBatchedMarks({ status: 'ready', get: () => new Promise(() => undefined) } as unknown as Redis, 'x:', { ttlMs: 1_000, readTimeoutMs: 50 });
+    const id = `dlv_${uniqueSuffix()}`;
+    const s = deliverStage({ topics, sender, breakers, defaultSchedule: [0], destinations: { get: () => destination, disable: async () => true }, isRefusal: () => false, marks: attemptMarksIn(slow) });
+    await s.handle(task(id), ctx(true));
+    expect(sent).toHaveLength(1);
+  });
+});
