@@ -15,7 +15,7 @@ import { OUTCOME_LINES, outcomeLineFields } from './lines';
 import { authHeader } from '../../core/destination-auth';
 import { holdTask, isHeld } from './hold';
 import type { OrderedLines } from './ordered-lines';
-import type { AttemptMarks } from './attempt-marks';
+import { attemptKey, type AttemptMarks, type FinishedAttempt } from './attempt-marks';
 import { deliveryKey, keptKey } from '../../core/record-keys';
 import { Pacer } from './pace';
 import { recordDelivery, type DeliveryOutcomeLabel } from '../../platform/metrics/metrics';
@@ -175,6 +175,31 @@ export function deliverStage(deps: DeliverDeps): RecordStage<'DeliveryTask'> {
     }
   }
 
+  /** Attempts of this process still running, by attemptKey: a twin of one (the same task written twice) waits for it. */
+  const running = new Map<string, Promise<FinishedAttempt | undefined>>();
+
+  /** The finished (or running) attempt of an uncertain task, if this process or a mark knows it. */
+  async function earlier(task: DeliveryTask): Promise<FinishedAttempt | undefined> {
+    if (!deps.marks) return undefined;
+    return (await running.get(attemptKey(task))) ?? deps.marks.recall(task);
+  }
+
+  /** One attempt, marked once it has finished (with marks): a twin read meanwhile waits for it. */
+  async function attemptMarked(task: DeliveryTask, destination: Destination, trace: TraceHeaders | undefined, attemptedAt: number): ReturnType<typeof attempt> {
+    if (!deps.marks) return attempt(task, destination, trace);
+    const key = attemptKey(task);
+    const made = attempt(task, destination, trace);
+    const finished = made.then(({ result, durationMs, responseBody }): FinishedAttempt | undefined => (result.kind === 'breaker-open' ? undefined : { result, durationMs, attemptedAt, ...(responseBody ? { responseBody } : {}) }));
+    running.set(key, finished.catch(() => undefined));
+    try {
+      const done = await finished;
+      if (done) deps.marks.note(task, done);
+      return await made;
+    } finally {
+      running.delete(key);
+    }
+  }
+
   /**
    * The outputs that follow an attempt's decision. An attempt that has an outcome record prints its
    * line only: the sink writes that line's row in the logs table from the outcome (OUTCOME_LINES),
@@ -256,13 +281,12 @@ export function deliverStage(deps: DeliverDeps): RecordStage<'DeliveryTask'> {
       return { ...dead, outputs: [{ topic: topics.deliveryCompleted, key, record: 'DeliveryOutcome', value: outcome }, ...dead.outputs] };
     }
     // a task read again after a rebalance or a restart: its attempt may have finished already
-    const marked = uncertain ? await deps.marks?.recall(task) : undefined;
+    const marked = uncertain ? await earlier(task) : undefined;
     if (marked) {
       log.info('attempt already made; its outcome is written again without sending it again', { ...fields, attempted_at: new Date(marked.attemptedAt).toISOString() });
       outcome.attempted_at = marked.attemptedAt;
     }
-    const { result, durationMs, responseBody } = marked ?? (await attempt(task, destination, trace));
-    if (!marked && result.kind !== 'breaker-open') deps.marks?.note(task, { result, durationMs, attemptedAt, ...(responseBody ? { responseBody } : {}) });
+    const { result, durationMs, responseBody } = marked ?? (await attemptMarked(task, destination, trace, attemptedAt));
     const schedule = destination.retry_schedule_ms ?? deps.defaultSchedule;
     const decision = decide(result, task.attempt, schedule, now());
     if (span) noteAttempt(span, destination, result, decision);

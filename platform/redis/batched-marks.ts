@@ -28,6 +28,8 @@ export class RedisBatchedMarks {
   private timer: NodeJS.Timeout | undefined;
   private lastFailureReport = 0;
   private writing: Promise<void> = Promise.resolve();
+  /** Batches on their way to Redis. */
+  private inWrite: Map<string, string>[] = [];
 
   constructor(
     private readonly redis: Redis,
@@ -42,6 +44,9 @@ export class RedisBatchedMarks {
   }
 
   async get(key: string): Promise<string | undefined> {
+    // a mark of this process not written yet is read where it waits
+    const local = this.pending.get(key) ?? this.inWrite.find((batch) => batch.has(key))?.get(key);
+    if (local !== undefined) return local;
     if (DOWN.has(this.redis.status)) return undefined;
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<undefined>((resolve) => {
@@ -64,8 +69,12 @@ export class RedisBatchedMarks {
       this.pending = new Map();
       const pipeline = this.redis.pipeline();
       for (const [key, value] of batch) pipeline.set(this.prefix + key, value, 'PX', this.options.ttlMs);
+      this.inWrite.push(batch);
       const written = DOWN.has(this.redis.status) ? Promise.reject(new Error('redis is not reachable')) : pipeline.exec();
-      this.writing = Promise.all([this.writing, written.then(() => undefined, (err: unknown) => this.failed(err))]).then(() => undefined);
+      const settled = written.then(() => undefined, (err: unknown) => this.failed(err)).finally(() => {
+        this.inWrite = this.inWrite.filter((b) => b !== batch);
+      });
+      this.writing = Promise.all([this.writing, settled]).then(() => undefined);
     }
     return this.writing;
   }

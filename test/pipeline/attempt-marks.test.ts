@@ -74,6 +74,17 @@ describe('attempt marks', () => {
     expect(sent).toHaveLength(2);
   });
 
+  it('lets a twin of a running attempt (the same task written twice) wait for it instead of sending it again', async () => {
+    const id = `dlv_${uniqueSuffix()}`;
+    const s = stage();
+    const [first, twin] = await Promise.all([s.handle(task(id), ctx(false)), s.handle(task(id), ctx(true))]);
+    expect(sent).toHaveLength(1);
+    expect(outcomeOf(twin).status).toBe(outcomeOf(first).status);
+    // and one read right after, before its mark has gone to Redis
+    await s.handle(task(id), ctx(true));
+    expect(sent).toHaveLength(1);
+  });
+
   it('reads no mark for a task read for the first time', async () => {
     const id = `dlv_${uniqueSuffix()}`;
     await stage().handle(task(id), ctx(false));
