@@ -169,7 +169,7 @@ export function createApp(options: ApiOptions): Express {
     const extra = options.extraRouters?.();
     // a sender must not take "starting" for "no such Hook URL": 503 says try again
     const startingHooks = !extra && req.path.startsWith('/v1/hooks/') && (options.stages === undefined || options.stages.includes('ingest'));
-    if (!extra) return startingHooks ? next(new AppError('service-unavailable', 'the service is starting; try again shortly')) : next();
+    if (!extra) return startingHooks ? next(new AppError('service-unavailable', 'the service is starting; try again shortly', { retry_after_seconds: 1 }, true)) : next();
     return extra(req, res, next);
   });
 
