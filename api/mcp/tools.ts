@@ -126,7 +126,7 @@ const REPLAY_TOOLS: ToolSpec[] = [
   },
   {
     name: 'cancel_replay', title: 'Cancel a replay job', group: 'write:replays', scope: 'write:replays',
-    description: 'Stops a running replay job from queuing more deliveries; those already queued still run. A finished job is refused (409).',
+    description: 'Stops a running replay job from queuing more deliveries; those already queued still run, and its counts stay as they were at the cancel. A finished job is refused (409).',
     input: { properties: { replay_id: id('The replay job (rpl_...).'), idempotency_key: idempotencyKey }, required: ['replay_id'] }, output: 'ReplayJob', annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false },
     run: (d, c) => rest(d, c, 'DELETE', tenantPath(c, `/replays/${enc(String(c.args.replay_id))}`)),
   },
