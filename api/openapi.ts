@@ -531,7 +531,7 @@ function replaySchemas(): Json {
   const shown: Json = {
     id: schema('ReplayJobId'),
     filter: { type: 'object', description: 'What the job replays, as given (times in UTC).', required: Object.keys(filterShown), properties: filterShown, additionalProperties: false },
-    status: { type: 'string', enum: ['running', 'completed', 'cancelled', 'failed'], description: '`running` until every match is queued and every queued delivery ended (`completed`), or until cancelled (`cancelled`). A job ends once: of a cancel and the completion that meet, the one recorded first stands in every process, and the other is refused or dropped.' },
+    status: { type: 'string', enum: ['running', 'completed', 'cancelled', 'failed'], description: '`running` until every match is queued and every queued delivery ended (`completed`), until cancelled (`cancelled`), or until `REPLAY_MAX_TRIES` (default 10) tries in a row failed (`failed`, the reason in `error`). A job ends once: of a cancel and the completion that meet, the one recorded first stands in every process, and the other is refused or dropped.' },
     matched: { type: 'integer', minimum: 0, description: 'Deliveries that matched when the job started.' },
     replayed: { type: 'integer', minimum: 0, description: 'Matches queued again as new deliveries so far; of a cancelled job, those queued before the cancel (a batch being sent at that moment included), and nothing is queued after it.' },
     delivered: { type: 'integer', minimum: 0, description: 'Deliveries of this job delivered; of a cancelled job, as it stood at the cancel (its deliveries still run, uncounted).' },
@@ -540,7 +540,7 @@ function replaySchemas(): Json {
     created_at: schema('Timestamp'),
     updated_at: schema('Timestamp'),
     finished_at: nullable(schema('Timestamp')),
-    error: { type: ['string', 'null'] },
+    error: { type: ['string', 'null'], description: 'Why a `failed` job failed: how many tries failed in a row, and the last one\'s error (ClickHouse or Kafka unreachable, a query refused). `null` for every other status.' },
   };
   return {
     ReplayCreate: {

@@ -114,7 +114,7 @@ const REPLAY_TOOLS: ToolSpec[] = [
   },
   {
     name: 'get_replay', title: 'Replay job progress', group: 'read', scope: 'read:replays',
-    description: 'One replay job: matched, replayed, delivered, failed and its status (as GET /v1/tenants/{tenant_id}/replays/{replay_id}).',
+    description: 'One replay job: matched, replayed, delivered, failed, its status and, when it failed, why (`error`) (as GET /v1/tenants/{tenant_id}/replays/{replay_id}).',
     input: { properties: { replay_id: id('The replay job (rpl_...).') }, required: ['replay_id'] }, output: 'ReplayJob', annotations: { readOnlyHint: true },
     run: (d, c) => rest(d, c, 'GET', tenantPath(c, `/replays/${enc(String(c.args.replay_id))}`)),
   },

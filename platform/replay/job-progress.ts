@@ -2,7 +2,8 @@ import type { Redis } from 'ioredis';
 
 /**
  * What Redis holds of a running replay job, beside its entity: how far it got (written after
- * every batch, newer than the entity), the batch being sent, and the cancel mark. A batch is sent only while the job is not cancelled, and a cancel reads the
+ * every batch, newer than the entity), the batch being sent, the cancel mark, and the tries that
+ * failed in a row. A batch is sent only while the job is not cancelled, and a cancel reads the
  * progress in the same step as it sets its mark: so a cancel counts every batch begun before it
  * (waiting for one still being sent) and no batch begins after it.
  */
@@ -12,6 +13,7 @@ export const replayKeys = (prefix: string, jobId: string) => ({
   lease: `${prefix}replay:lease:${jobId}`,
   progress: `${prefix}replay:progress:${jobId}`,
   cancelled: `${prefix}replay:cancelled:${jobId}`,
+  tries: `${prefix}replay:tries:${jobId}`,
 });
 type Keys = ReturnType<typeof replayKeys>;
 
@@ -24,10 +26,13 @@ export interface Progress {
   skipped: number;
 }
 
-/** Progress and marks kept in Redis after their last write. */
+/** Progress, marks and tries kept in Redis after their last write. */
 const TTL_S = 30 * 86_400;
 /** How long a cancel waits for a batch being sent when it comes (its runner sends with Kafka's timeouts). */
 const IN_FLIGHT_WAIT_MS = 10_000;
+/** First wait after a failed try; each further one doubles it, up to RETRY_MAX_MS. */
+const RETRY_FIRST_MS = 1_000;
+const RETRY_MAX_MS = 60_000;
 
 // the job not cancelled: the batch of ARGV[1] deliveries is marked as being sent
 const BEGIN = `if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
@@ -37,6 +42,13 @@ return 1`;
 // the mark, and the progress as it stands at that moment
 const CANCEL = `redis.call('SET', KEYS[2], ARGV[1], 'EX', ARGV[2])
 return redis.call('HMGET', KEYS[1], 'replayed', 'skipped', 'sending')`;
+// one more failed try, with its reason and the time before which the job is not tried again
+const FAILED_TRY = `local n = redis.call('HINCRBY', KEYS[1], 'count', 1)
+local wait = math.min(tonumber(ARGV[2]) * 2 ^ (n - 1), tonumber(ARGV[3]))
+redis.call('HSET', KEYS[1], 'reason', ARGV[1], 'next_at', tonumber(ARGV[4]) + wait)
+redis.call('EXPIRE', KEYS[1], ARGV[5])
+return n`;
+
 /** The progress Redis holds, when a batch has been recorded. */
 export async function readProgress(redis: Redis, keys: Keys): Promise<Progress | undefined> {
   const held = await redis.hgetall(keys.progress);
@@ -83,4 +95,20 @@ export async function markCancelled(redis: Redis, keys: Keys, at: string): Promi
 /** Whether the job was cancelled (its mark is set). */
 export async function isCancelled(redis: Redis, keys: Keys): Promise<boolean> {
   return (await redis.exists(keys.cancelled)) === 1;
+}
+
+/** The tries of the job that failed in a row, the last one's reason, and when it may be tried again (ms). */
+export async function readTries(redis: Redis, keys: Keys): Promise<{ count: number; reason: string; nextAtMs: number }> {
+  const [count, reason, nextAt] = await redis.hmget(keys.tries, 'count', 'reason', 'next_at');
+  return { count: Number(count ?? 0), reason: reason ?? '', nextAtMs: Number(nextAt ?? 0) };
+}
+
+/** Counts a failed try; the next one waits 1 s, doubling with each failure in a row up to 60 s. Returns the count. */
+export async function noteFailedTry(redis: Redis, keys: Keys, reason: string): Promise<number> {
+  return Number(await redis.eval(FAILED_TRY, 1, keys.tries, reason, RETRY_FIRST_MS, RETRY_MAX_MS, Date.now(), TTL_S));
+}
+
+/** A try got through: the failures before it no longer count. */
+export async function clearTries(redis: Redis, keys: Keys): Promise<void> {
+  await redis.del(keys.tries);
 }

@@ -8,7 +8,7 @@ import type { DeliveryTask } from '../avro/records';
 import type { ConfigStore } from '../config-store/config-store';
 import { RedisTokenLeases } from '../redis/token-leases';
 import type { ReplayMatches } from './job-matches';
-import { abandonBatch, beginBatch, isCancelled, readProgress, recordProgress, replayKeys, type Progress } from './job-progress';
+import { abandonBatch, beginBatch, clearTries, isCancelled, noteFailedTry, readProgress, readTries, recordProgress, replayKeys, type Progress } from './job-progress';
 import { taskOfStoredEvent, type StoredEvent } from './stored-events';
 import { queueReplays, type ReplayDeps } from './replay';
 
@@ -39,6 +39,8 @@ export interface ReplayRunnerOptions {
   owner?: string;
   /** Tells the tenant a job completed (operational event `replay.completed`); never rejects. */
   operational?: { replayCompleted(job: ReplayJob): Promise<unknown> };
+  /** Tries in a row that end in an error before the job ends `failed` (REPLAY_MAX_TRIES); default 10. */
+  maxTries?: number;
   /** Awaited at each moment of a run, so that a test can place a cancel exactly there; default none. */
   at?: (moment: ReplayMoment, job: ReplayJob) => Promise<void> | void;
 }
@@ -47,6 +49,8 @@ export interface ReplayRunnerOptions {
 const PERSIST_MS = 1_000;
 /** Matches read and queued at a time, at most. */
 const BATCH = 100;
+/** The longest reason a failed job keeps (a query error may quote its whole query). */
+const REASON_CHARS = 1_000;
 
 // Renews or releases the lease only while this process holds it.
 const RENEW = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0`;
@@ -67,7 +71,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * and leave the rest of the pipeline's capacity to live traffic. Once every match is queued the
  * job waits until each of its deliveries is delivered or failed for good, then completes.
  *
- * A job ends once, completed or cancelled: every ending is a conditional write of the
+ * A job ends once, completed, cancelled or failed: every ending is a conditional write of the
  * config topic (ConfigStore.updateUnlessFinal), and the first to reach it stands in every process.
  * A batch begins only while the job is not cancelled (job-progress.ts), so a cancel counts what
  * began before it and nothing begins after it.
@@ -110,7 +114,7 @@ export class ReplayJobRunner {
     for (const job of this.o.store.all('replay_job')) {
       if (job.status !== 'running' || this.working.has(job.id)) continue;
       const run = this.claim(job.id)
-        .then((held) => (held ? this.hold(job.id, (lost) => this.work(job.id, job.tenant_id, lost)) : undefined))
+        .then((held) => (held ? this.hold(job.id, (lost) => this.attempt(job.id, job.tenant_id, lost)) : undefined))
         .catch((err: unknown) => this.o.log.warn('replay job interrupted; it resumes from its progress', { replay_job_id: job.id, tenant_id: job.tenant_id, error: errorMessage(err) }))
         .finally(() => this.working.delete(job.id));
       this.working.set(job.id, run);
@@ -145,7 +149,32 @@ export class ReplayJobRunner {
     }
   }
 
-  private async work(jobId: string, tenantId: string, lost: () => boolean): Promise<void> {
+  /**
+   * One try of the job: it works until it ends, is cancelled, or fails. A try that fails counts
+   * (in Redis, across processes), and the next waits 1 s, doubling up to 60 s; once REPLAY_MAX_TRIES
+   * tries failed in a row the job ends `failed` with the last one's reason. A try that makes
+   * progress clears the count. A try cut short by a stop or a lost lease does not count.
+   */
+  private async attempt(jobId: string, tenantId: string, lost: () => boolean): Promise<void> {
+    const { redis, log } = this.o;
+    const keys = replayKeys(this.o.prefix, jobId);
+    const maxTries = this.o.maxTries ?? 10;
+    const tries = await readTries(redis, keys);
+    // the failure was counted, but its process stopped before it ended the job
+    if (tries.count >= maxTries) return this.fail(tenantId, jobId, tries.count, tries.reason);
+    if (tries.nextAtMs > Date.now()) return;
+    try {
+      await this.work(jobId, tenantId, lost, tries.count > 0);
+    } catch (err) {
+      if (this.stopped || lost()) throw err;
+      const reason = errorMessage(err).slice(0, REASON_CHARS);
+      const count = await noteFailedTry(redis, keys, reason);
+      log.warn('replay job try failed', { replay_job_id: jobId, tenant_id: tenantId, try: count, max_tries: maxTries, error: reason });
+      if (count >= maxTries) await this.fail(tenantId, jobId, count, reason);
+    }
+  }
+
+  private async work(jobId: string, tenantId: string, lost: () => boolean, failedBefore: boolean): Promise<void> {
     const { redis, store, matches, prefix, log } = this.o;
     const keys = replayKeys(prefix, jobId);
     const entity = () => store.get('replay_job', tenantId, jobId);
@@ -154,6 +183,7 @@ export class ReplayJobRunner {
     const progress = await this.loadProgress(start);
     log.info('replay job running here', { replay_job_id: jobId, tenant_id: tenantId, replayed: progress.replayed, done: progress.done });
     let persistedAt = 0;
+    let uncleared = failedBefore;
     const idle = () => this.stopped || lost();
     while (!idle()) {
       const job = entity();
@@ -175,6 +205,10 @@ export class ReplayJobRunner {
       if (progress.done && outcomes.delivered + outcomes.failed >= progress.replayed) return this.complete(job, counts);
       if (!(await this.persist(tenantId, jobId, counts))) return;
       persistedAt = Date.now();
+      if (uncleared) {
+        await clearTries(redis, keys);
+        uncleared = false;
+      }
     }
   }
 
@@ -262,6 +296,17 @@ export class ReplayJobRunner {
     if (!applied || standing?.kind !== 'replay_job') return;
     await this.o.operational?.replayCompleted(standing);
     this.o.log.info('replay job completed', { replay_job_id: job.id, tenant_id: job.tenant_id, matched: job.matched, replayed: standing.replayed, delivered: standing.delivered, failed: standing.failed });
+  }
+
+  /** Ends the job `failed` with the reason, counting what it queued (unless it ended otherwise first). */
+  private async fail(tenantId: string, jobId: string, tries: number, reason: string): Promise<void> {
+    const current = this.o.store.get('replay_job', tenantId, jobId);
+    if (!current || current.status !== 'running') return;
+    const progress = await this.loadProgress(current);
+    const now = new Date().toISOString();
+    const error = `${tries} tries in a row failed; the last: ${reason}`;
+    const { applied } = await this.o.store.updateUnlessFinal({ ...current, status: 'failed', error, replayed: progress.replayed, skipped: progress.skipped, finished_at: now, updated_at: now });
+    if (applied) this.o.log.error('replay job failed', { replay_job_id: jobId, tenant_id: tenantId, replayed: progress.replayed, error });
   }
 }
 

@@ -1,3 +1,5 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Redis } from 'ioredis';
 import { newId } from '../../core/ids';
 import { Logger } from '../../core/log';
@@ -11,17 +13,20 @@ import { replayKeys } from '../../platform/replay/job-progress';
 import { ReplayJobRunner, type ReplayMoment } from '../../platform/replay/job-runner';
 import { attemptsOf, destinationWithIngester, sendEvent } from '../support/flow';
 import { expectProblem } from '../support/problem';
+import { runScript } from '../support/process';
 import { receiverPool } from '../support/receiver';
 import { eventually, startTestService, type TestService } from '../support/service';
 
+type Json = Record<string, any>;
 type Answer = Awaited<ReturnType<TestService['api']>>;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
- * How replay jobs end, against the running service: a cancel that meets the job's completion
- * leaves one final state everywhere; a cancel freezes the counts at what was queued before it.
- * Runners of the test's own (with the service's store, Redis and producer) stop at named moments
- * of a run, so that each race is placed exactly.
+ * How replay jobs end, against the running service: a job that keeps failing ends `failed` with
+ * its reason after REPLAY_MAX_TRIES tries; a cancel that meets the job's completion leaves one
+ * final state everywhere; a cancel freezes the counts at what was queued before it. Runners of
+ * the test's own (with the service's store, Redis and producer) stop at named moments of a run,
+ * so that each race is placed exactly.
  */
 describe('replay jobs end', () => {
   let svc: TestService;
@@ -33,7 +38,7 @@ describe('replay jobs end', () => {
   const store = (id: string) => svc.service.store.get('replay_job', svc.tenantId, id);
 
   beforeAll(async () => {
-    svc = await startTestService({ RETRY_TIERS: '100ms', SINK_FLUSH_MS: '100' });
+    svc = await startTestService({ REPLAY_MAX_TRIES: '3', RETRY_TIERS: '100ms', SINK_FLUSH_MS: '100' });
     redis = new Redis(svc.config.redisUrl!);
     matches = new ReplayMatches(svc.clickhouse, svc.config.clickhouseDatabase);
   }, 60_000);
@@ -117,6 +122,51 @@ describe('replay jobs end', () => {
       await reader.stop();
     }
   };
+
+  it('ends a job that keeps failing as failed, with its reason, after REPLAY_MAX_TRIES tries; GET, the CLI and MCP show it', async () => {
+    const { filter } = await deliveredRange('failing', 1);
+    const db = svc.config.clickhouseDatabase;
+    // the stored events go missing (a query error every try) once the job has counted its matches
+    await svc.clickhouse.command({ query: `RENAME TABLE ${db}.events TO ${db}.events_away` });
+    let id: string;
+    try {
+      const started = await svc.api('POST', base(), { from: filter.from, to: filter.to, destination_id: filter.destination_id });
+      expect(started.status).toBe(202);
+      expect(started.body.matched).toBe(1);
+      id = started.body.id;
+      const failed = await eventually('the job failed', async () => {
+        const r = await svc.api('GET', `${base()}/${id}`);
+        return r.body.status !== 'running' ? r.body : undefined;
+      }, 30_000);
+      expect(failed).toMatchObject({ status: 'failed', replayed: 0, finished_at: expect.any(String), error: expect.stringMatching(/^3 tries in a row failed; the last: .*events/) });
+      // and it stays so: no process takes a failed job up again
+      await sleep(1_500);
+      expect((await svc.api('GET', `${base()}/${id}`)).body).toEqual(failed);
+      expectProblem(await cancel(id), 409, 'conflict', svc.config.errorBase);
+
+      const env = { ...process.env, HOOKLINE_API_KEY: svc.apiKey, HOOKLINE_API_URL: svc.url, HOOKLINE_TENANT: svc.tenantId };
+      const shown = await runScript('cli/main.ts', ['replays', 'status', id], env);
+      expect(JSON.parse(shown.stdout)).toMatchObject({ id, status: 'failed', error: failed.error });
+      const client = new Client({ name: 'hookline-test', version: '1.0.0' });
+      await client.connect(new StreamableHTTPClientTransport(new URL(`${svc.url}/v1/mcp`), { requestInit: { headers: { authorization: `Bearer ${svc.apiKey}` } } }));
+      try {
+        const result = (await client.callTool({ name: 'get_replay', arguments: { replay_id: id } })) as { isError?: boolean; structuredContent?: Json };
+        expect(result.isError).toBeFalsy();
+        expect(result.structuredContent).toMatchObject({ id, status: 'failed', error: failed.error });
+      } finally {
+        await client.close();
+      }
+    } finally {
+      await svc.clickhouse.command({ query: `RENAME TABLE ${db}.events_away TO ${db}.events` });
+    }
+    // the same range replays once the events are back: the bound ended that job, not the range
+    const again = await svc.api('POST', base(), { from: filter.from, to: filter.to, destination_id: filter.destination_id });
+    const done = await eventually('the second job finished', async () => {
+      const r = await svc.api('GET', `${base()}/${again.body.id}`);
+      return r.body.status !== 'running' ? r.body : undefined;
+    });
+    expect(done).toMatchObject({ status: 'completed', replayed: 1, delivered: 1, error: null });
+  }, 90_000);
 
   it('a cancel before a batch is sent: the batch never goes out, and the counts stop at what went before', async () => {
     const range = await deliveredRange('cancel before send', 3);
