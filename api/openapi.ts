@@ -545,11 +545,11 @@ function replaySchemas(): Json {
   return {
     ReplayCreate: {
       type: 'object',
-      description: `What to replay: every delivery whose latest attempt was made in [\`from\`, \`to\`) and ended (delivered, or failed with no attempt left; a delivery still retrying never matches), optionally only to one destination, with one final status, or of one event type. \`to\` must be later than \`from\`, at most ${MAX_REPLAY_RANGE_DAYS} days after it (422). Other members are refused (400).`,
+      description: `What to replay: every delivery whose latest attempt was made in [\`from\`, \`to\`) and ended (delivered, or failed with no attempt left; a delivery still retrying never matches), optionally only to one destination, with one final status, or of one event type. \`to\` must be later than \`from\`, at most ${MAX_REPLAY_RANGE_DAYS} days after it, and not later than now (422). Other members are refused (400).`,
       required: ['from', 'to'],
       properties: {
         from: { type: 'string', format: 'date-time', description: 'Start of the range (RFC 3339), included.' },
-        to: { type: 'string', format: 'date-time', description: 'End of the range (RFC 3339), excluded.' },
+        to: { type: 'string', format: 'date-time', description: 'End of the range (RFC 3339), excluded. Not later than now (422, not clamped): a job replays what has happened, and counts its matches when it starts; deliveries made while it runs would match or not depending on when it reads them.' },
         destination_id: { ...nullable(schema('DestinationId')), description: 'Only deliveries to this destination (422 when the tenant has no such destination). Required with a key limited to resource ids.' },
         status: { type: ['string', 'null'], enum: ['delivered', 'failed', null], description: 'Only deliveries that ended so: `delivered`, or `failed` (dead).' },
         event_type: { type: ['string', 'null'], minLength: 1, maxLength: 200, description: 'Only deliveries of events of this type.' },
@@ -1574,7 +1574,7 @@ function tenantPaths(): Json {
         success: { '202': { description: 'The job, running.', headers: tenantHeaders('Location'), content: { 'application/json': { schema: schema('ReplayJob') } } } },
         forbidden: 'ForbiddenWriteResource',
         conflict: { description: `the tenant already has ${MAX_RUNNING_REPLAYS} replay jobs running` },
-        unprocessable: `\`to\` is not later than \`from\` or more than ${MAX_REPLAY_RANGE_DAYS} days after it, \`destination_id\` names no destination of the tenant (or is missing with a key limited to resource ids), or the range matches more than ${MAX_REPLAY_MATCHES} deliveries (replay a narrower one).`,
+        unprocessable: `\`to\` is not later than \`from\`, more than ${MAX_REPLAY_RANGE_DAYS} days after it or later than now, \`destination_id\` names no destination of the tenant (or is missing with a key limited to resource ids), or the range matches more than ${MAX_REPLAY_MATCHES} deliveries (replay a narrower one).`,
       }),
     },
     [`${P}/replays/{replay_id}`]: {

@@ -108,7 +108,7 @@ function proofIds(ids: readonly { id: string }[]): Json {
 const REPLAY_TOOLS: ToolSpec[] = [
   {
     name: 'start_replay', title: 'Start a replay job', group: 'write:replays', scope: 'write:replays',
-    description: 'Delivers again, in the background, every delivery whose latest attempt falls in [from, to) and ended (delivered, or failed for good), optionally of one destination, final status or event type; each as a new delivery linked to the original (replay_of). Answers the running job.',
+    description: 'Delivers again, in the background, every delivery whose latest attempt falls in [from, to) and ended (delivered, or failed for good), optionally of one destination, final status or event type; each as a new delivery linked to the original (replay_of). `to` may not be later than now. Answers the running job.',
     input: { body: 'ReplayCreate', properties: { idempotency_key: idempotencyKey } }, output: 'ReplayJob', annotations: { readOnlyHint: false, destructiveHint: false },
     run: (d, c) => rest(d, c, 'POST', tenantPath(c, '/replays'), { body: bodyOf(c.args) }),
   },

@@ -61,6 +61,8 @@ function readCreate(body: unknown, key: ApiKey, store: ConfigStore): ReplayJob['
   // what ClickHouse's DateTime64 holds, with room for a range after it
   if (from < 0 || from >= EARLIEST_UNREPRESENTABLE) problems.push({ field: 'from', message: 'must be from 1970 to 2199' });
   if (to <= from) problems.push({ field: 'to', message: 'must be later than from' });
+  // matches are counted at the start: a range reaching past it would match what happens meanwhile
+  else if (to > Date.now()) problems.push({ field: 'to', message: 'must not be later than now: a job replays what has happened, counted when it starts' });
   else if (to - from > MAX_REPLAY_RANGE_DAYS * 86_400_000) problems.push({ field: 'to', message: `must be at most ${MAX_REPLAY_RANGE_DAYS} days after from` });
   if (b.destination_id) {
     requireResourceOf(key, b.destination_id);

@@ -24,9 +24,9 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /**
  * How replay jobs end, against the running service: a job that keeps failing ends `failed` with
  * its reason after REPLAY_MAX_TRIES tries; a cancel that meets the job's completion leaves one
- * final state everywhere; a cancel freezes the counts at what was queued before it. Runners of
- * the test's own (with the service's store, Redis and producer) stop at named moments of a run,
- * so that each race is placed exactly.
+ * final state everywhere; a cancel freezes the counts at what was queued before it; a range
+ * reaching into the future is refused. Runners of the test's own (with the service's store, Redis
+ * and producer) stop at named moments of a run, so that each race is placed exactly.
  */
 describe('replay jobs end', () => {
   let svc: TestService;
@@ -276,4 +276,13 @@ describe('replay jobs end', () => {
       await other.stop();
     }
   }, 60_000);
+
+  it('refuses a range whose end is later than now, naming `to`', async () => {
+    const from = new Date(Date.now() - 60_000).toISOString();
+    const future = await svc.api('POST', base(), { from, to: new Date(Date.now() + 60_000).toISOString() });
+    expectProblem(future, 422, 'unprocessable-entity', svc.config.errorBase);
+    expect(future.body.errors).toEqual([{ field: 'to', message: expect.stringMatching(/later than now/) }]);
+    const past = await svc.api('POST', base(), { from, to: new Date(Date.now() - 1_000).toISOString() });
+    expect(past.status).toBe(202);
+  });
 });
