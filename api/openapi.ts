@@ -531,25 +531,25 @@ function replaySchemas(): Json {
   const shown: Json = {
     id: schema('ReplayJobId'),
     filter: { type: 'object', description: 'What the job replays, as given (times in UTC).', required: Object.keys(filterShown), properties: filterShown, additionalProperties: false },
-    status: { type: 'string', enum: ['running', 'completed', 'cancelled', 'failed'], description: '`running` until every match is queued and every queued delivery ended (`completed`), or until cancelled.' },
+    status: { type: 'string', enum: ['running', 'completed', 'cancelled', 'failed'], description: '`running` until every match is queued and every queued delivery ended (`completed`), until cancelled (`cancelled`), or until `REPLAY_MAX_TRIES` (default 10) tries in a row failed (`failed`, the reason in `error`). A job ends once: of a cancel and the completion that meet, the one recorded first stands in every process, and the other is refused or dropped.' },
     matched: { type: 'integer', minimum: 0, description: 'Deliveries that matched when the job started.' },
-    replayed: { type: 'integer', minimum: 0, description: 'Matches queued again as new deliveries so far.' },
-    delivered: { type: 'integer', minimum: 0, description: 'Deliveries of this job delivered.' },
-    failed: { type: 'integer', minimum: 0, description: 'Deliveries of this job that failed for good (no attempt left).' },
+    replayed: { type: 'integer', minimum: 0, description: 'Matches queued again as new deliveries so far; of a cancelled job, those queued before the cancel (a batch being sent at that moment included), and nothing is queued after it.' },
+    delivered: { type: 'integer', minimum: 0, description: 'Deliveries of this job delivered; of a cancelled job, as it stood at the cancel (its deliveries still run, uncounted).' },
+    failed: { type: 'integer', minimum: 0, description: 'Deliveries of this job that failed for good (no attempt left); of a cancelled job, as it stood at the cancel.' },
     skipped: { type: 'integer', minimum: 0, description: 'Matches not queued: their event is no longer stored, or its stored body does not match the SHA-256 recorded at receipt.' },
     created_at: schema('Timestamp'),
     updated_at: schema('Timestamp'),
     finished_at: nullable(schema('Timestamp')),
-    error: { type: ['string', 'null'] },
+    error: { type: ['string', 'null'], description: 'Why a `failed` job failed: how many tries failed in a row, and the last one\'s error (ClickHouse or Kafka unreachable, a query refused). `null` for every other status.' },
   };
   return {
     ReplayCreate: {
       type: 'object',
-      description: `What to replay: every delivery whose latest attempt was made in [\`from\`, \`to\`) and ended (delivered, or failed with no attempt left; a delivery still retrying never matches), optionally only to one destination, with one final status, or of one event type. \`to\` must be later than \`from\`, at most ${MAX_REPLAY_RANGE_DAYS} days after it (422). Other members are refused (400).`,
+      description: `What to replay: every delivery whose latest attempt was made in [\`from\`, \`to\`) and ended (delivered, or failed with no attempt left; a delivery still retrying never matches), optionally only to one destination, with one final status, or of one event type. \`to\` must be later than \`from\`, at most ${MAX_REPLAY_RANGE_DAYS} days after it, and not later than now (422). Other members are refused (400).`,
       required: ['from', 'to'],
       properties: {
         from: { type: 'string', format: 'date-time', description: 'Start of the range (RFC 3339), included.' },
-        to: { type: 'string', format: 'date-time', description: 'End of the range (RFC 3339), excluded.' },
+        to: { type: 'string', format: 'date-time', description: 'End of the range (RFC 3339), excluded. Not later than now (422, not clamped): a job replays what has happened, and counts its matches when it starts; deliveries made while it runs would match or not depending on when it reads them.' },
         destination_id: { ...nullable(schema('DestinationId')), description: 'Only deliveries to this destination (422 when the tenant has no such destination). Required with a key limited to resource ids.' },
         status: { type: ['string', 'null'], enum: ['delivered', 'failed', null], description: 'Only deliveries that ended so: `delivered`, or `failed` (dead).' },
         event_type: { type: ['string', 'null'], minLength: 1, maxLength: 200, description: 'Only deliveries of events of this type.' },
@@ -1574,7 +1574,7 @@ function tenantPaths(): Json {
         success: { '202': { description: 'The job, running.', headers: tenantHeaders('Location'), content: { 'application/json': { schema: schema('ReplayJob') } } } },
         forbidden: 'ForbiddenWriteResource',
         conflict: { description: `the tenant already has ${MAX_RUNNING_REPLAYS} replay jobs running` },
-        unprocessable: `\`to\` is not later than \`from\` or more than ${MAX_REPLAY_RANGE_DAYS} days after it, \`destination_id\` names no destination of the tenant (or is missing with a key limited to resource ids), or the range matches more than ${MAX_REPLAY_MATCHES} deliveries (replay a narrower one).`,
+        unprocessable: `\`to\` is not later than \`from\`, more than ${MAX_REPLAY_RANGE_DAYS} days after it or later than now, \`destination_id\` names no destination of the tenant (or is missing with a key limited to resource ids), or the range matches more than ${MAX_REPLAY_MATCHES} deliveries (replay a narrower one).`,
       }),
     },
     [`${P}/replays/{replay_id}`]: {
@@ -1585,9 +1585,9 @@ function tenantPaths(): Json {
       }),
       delete: tenantOperation({
         operationId: 'cancelReplay', summary: 'Cancel a replay job', tag: 'Replays', scope: 'write:replays', rateLimitRoute: `DELETE ${T}/replays/:id`,
-        description: 'Stops queuing the job\'s remaining matches; the deliveries it already queued still run. The job stays listed as `cancelled`.',
+        description: 'Stops queuing the job\'s remaining matches; the deliveries it already queued still run. The job stays listed as `cancelled`, its counts as they stood at the cancel: `replayed` every delivery queued before it (a batch being sent is waited for), `delivered` and `failed` those ended by then.',
         success: { '200': ok('The cancelled job.', 'ReplayJob') }, forbidden: 'ForbiddenWriteResource', notFound: 'no such replay job',
-        conflict: { description: 'the job is no longer running (completed, cancelled or failed)' },
+        conflict: { description: 'the job is no longer running (completed, cancelled or failed), also when its completion was recorded before this cancel' },
       }),
     },
     ...eventTypePaths({ P, T, tenant, idParam, tenantOperation, ok, created, noContent, jsonBody, listParams, pagingNote }),

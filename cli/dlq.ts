@@ -46,7 +46,7 @@ export async function dlqReplay(args: { destination: string | undefined; progres
     const bar = new SingleBar({ format: 'replaying {bar} {value}/{total} dead letters | {eta_formatted} left', stream: process.stderr, noTTYOutput: args.progress }, Presets.shades_classic);
     if (args.progress) bar.start(dead.length, 0);
     const summary: ReplaySummary = { destination_id: destination.id, dead_letters: dead.length, replayed: 0, already_replayed: 0, delivery_ids: [] };
-    const deps = { producer, codec: ctx.codec, topics: ctx.topics, redis, prefix: ctx.config.topicPrefix, destinations: ctx.store };
+    const deps = { producer, codec: ctx.codec, topics: ctx.topics, redis, prefix: ctx.config.topicPrefix, config: ctx.store, destinations: ctx.store };
     for (const task of dead) {
       const id = await replayDelivery(deps, task, 'bulk replay from the CLI');
       if (id) {

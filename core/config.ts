@@ -88,6 +88,8 @@ export interface Config {
   apiKeyLastUsedIntervalSeconds: number;
   /** Replayed deliveries queued per second by all replay jobs of the deployment together. */
   replayRatePerS: number;
+  /** Tries of a replay job that fail in a row before it ends `failed`. */
+  replayMaxTries: number;
   /** Operational events: one per subject and type per `windowMs`, at most `perTenant` per tenant in a window. */
   operationalEvents: { windowMs: number; perTenant: number };
   rateLimits: RateLimits;
@@ -427,6 +429,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     idempotencyTtlSeconds: r.integer('IDEMPOTENCY_TTL_SECONDS', 86_400, 1, 30 * 86_400),
     apiKeyLastUsedIntervalSeconds: r.integer('API_KEY_LAST_USED_INTERVAL_SECONDS', 60, 1, 86_400),
     replayRatePerS: r.integer('REPLAY_RATE_PER_S', 100, 1, 100_000),
+    replayMaxTries: r.integer('REPLAY_MAX_TRIES', 10, 1, 100),
     operationalEvents: {
       windowMs: r.integer('OPERATIONAL_EVENT_WINDOW_MS', 300_000, 1_000, 86_400_000),
       perTenant: r.integer('OPERATIONAL_EVENTS_PER_TENANT', 100, 1, 100_000),
@@ -605,6 +608,7 @@ export const SETTINGS: SettingDoc[] = [
   { env: 'MAX_EVENT_TYPES_PER_TENANT', default: '1000', unit: 'event types', description: 'Most event types one tenant\'s catalogue may hold; one more is 403 quota-exceeded.' },
   { env: 'API_KEY_LAST_USED_INTERVAL_SECONDS', default: '60', unit: 'seconds', description: 'An API process records a key\'s `last_used_at` in Redis at most once per this interval per key (not on every request), so the time shown is accurate to about it.' },
   { env: 'REPLAY_RATE_PER_S', default: '100', unit: 'deliveries/s', description: 'Replayed deliveries all replay jobs of the deployment queue together per second (a token bucket in Redis shared by every API process), so that a replay cannot crowd out live deliveries. 1 to 100000.' },
+  { env: 'REPLAY_MAX_TRIES', default: '10', unit: 'tries', description: 'Tries in a row of one replay job that end in an error (ClickHouse or Kafka unreachable, a query refused) before the job ends `failed`, the last error as its `error`. The count is kept in Redis: while Redis is unreachable no try runs, and none counts. After a failed try the next waits 1 s, doubling up to 60 s (10 tries: about 4 minutes); a try that makes progress clears the count. 1 to 100.' },
   { env: 'OPERATIONAL_EVENT_WINDOW_MS', default: '300000', unit: 'milliseconds', description: 'Operational events (`destination.disabled`, `destination.breaker_opened`, `delivery.exhausted`, `replay.completed`): at most one per type and subject (destination or replay job) in this window, however many deliver processes see the happening; the ones left out are counted in the next one\'s `suppressed`.' },
   { env: 'OPERATIONAL_EVENTS_PER_TENANT', default: '100', unit: 'events per window', description: 'Most operational events one tenant gets in an OPERATIONAL_EVENT_WINDOW_MS window, whatever their subjects.' },
   { env: 'DISABLED_WRITE_GROUPS', default: '(empty)', unit: 'list of write scopes', description: 'Write groups switched off, e.g. `write:destinations`: their routes answer 403 write-tool-disabled with `tool_group`.' },

@@ -168,6 +168,14 @@ export interface ReplayJob {
 export type Entity = Tenant | ApiKey | Destination | Ingester | DeliveryFlow | SavedPayload | EventType | ReplayJob;
 export type EntityKind = Entity['kind'];
 
+/**
+ * Whether the entity is in a state no later record may change: a replay job that ended
+ * (completed, cancelled or failed). The config store ignores such a record in every process.
+ */
+export function isFinal(entity: Entity): boolean {
+  return entity.kind === 'replay_job' && entity.status !== 'running';
+}
+
 /** Key of an entity on the config topic. Tenants have no tenant above them. */
 export function entityKey(kind: EntityKind, tenantId: string, id: string): string {
   return `${kind}/${tenantId}/${id}`;

@@ -4,11 +4,16 @@
  * encoded with the schema registered under `<topic>-value`, sent with acks=all. The record is the
  * event's `received` state: nothing else needs writing.
  *
- *   npx tsx examples/produce-direct.ts --tenant demo --ingester ing_... [--count 1000] [--ordered]
+ *   npx tsx examples/produce-direct.ts --tenant demo --ingester ing_... [--count 1000] [--ordered] [--config-version <n>|latest]
  *
  * Records are keyed as the Hook URL keys them (core/record-keys.ts): by event, spread over every
  * partition; `--ordered` for an ingester set `ordered`, keyed by the ingester so that its events
  * keep the order they are sent in.
+ *
+ * Each record names the configuration version it needs in the `hookline-config-version` header,
+ * so that validation waits until its process has applied it (an ingester just created through
+ * another process): by default the newest version there is (the config topic's last offset, read
+ * after the ingester was created), or the version given with `--config-version`.
  *
  * It finds Kafka and the registry like the CLI does: KAFKA_BROKERS and SCHEMA_REGISTRY_URL,
  * else the run file of `npm start` under DATA_DIR. TOPIC_PREFIX must match the service's.
@@ -22,10 +27,11 @@ import { newId } from '../core/ids';
 import { webhookKey } from '../core/record-keys';
 import { topicNames } from '../core/topics';
 import { readRunFile } from '../infra/local';
+import { CONFIG_VERSION_HEADER } from '../pipeline/runtime/config-version';
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { tenant: { type: 'string' }, ingester: { type: 'string' }, count: { type: 'string', default: '1' }, ordered: { type: 'boolean', default: false } } });
-  if (!values.tenant || !values.ingester) throw new Error('usage: produce-direct.ts --tenant <id> --ingester <ingester id> [--count N] [--ordered]');
+  const { values } = parseArgs({ options: { tenant: { type: 'string' }, ingester: { type: 'string' }, count: { type: 'string', default: '1' }, ordered: { type: 'boolean', default: false }, 'config-version': { type: 'string', default: 'latest' } } });
+  if (!values.tenant || !values.ingester) throw new Error('usage: produce-direct.ts --tenant <id> --ingester <ingester id> [--count N] [--ordered] [--config-version <n>|latest]');
   const { config } = cliConfig();
   const run = readRunFile(config.dataDir);
   const brokers = config.kafkaBrokers ?? run?.kafka_brokers;
@@ -34,7 +40,10 @@ async function main(): Promise<void> {
   const topics = topicNames(config.topicPrefix);
   const registry = new SchemaRegistry({ host: registryUrl });
   const eventSchema = await registry.getLatestSchemaId(`${topics.received}-value`);
-  const producer = new Kafka({ clientId: 'produce-direct', brokers, logLevel: logLevel.WARN }).producer();
+  const kafka = new Kafka({ clientId: 'produce-direct', brokers, logLevel: logLevel.WARN });
+  const version = await configVersion(kafka, topics.config, values['config-version']);
+  const headers = version === undefined ? undefined : { [CONFIG_VERSION_HEADER]: version };
+  const producer = kafka.producer();
   await producer.connect();
   const count = Number(values.count);
   const eventIds: string[] = [];
@@ -58,12 +67,32 @@ async function main(): Promise<void> {
       };
       eventIds.push(event.event_id);
       const key = webhookKey(event, { ordered: values.ordered });
-      events.push({ key, value: await registry.encode(eventSchema, event) });
+      events.push({ key, value: await registry.encode(eventSchema, event), headers });
     }
     await producer.sendBatch({ acks: -1, topicMessages: [{ topic: topics.received, messages: events }] });
   }
   await producer.disconnect();
   process.stdout.write(`${JSON.stringify({ produced: count, first_event_id: eventIds[0], last_event_id: eventIds[eventIds.length - 1] })}\n`);
+}
+
+/**
+ * The version to name: `given` (a decimal offset of the config topic), or for `latest` the
+ * topic's last offset, which covers every configuration change written before it is read.
+ */
+async function configVersion(kafka: Kafka, configTopic: string, given: string): Promise<string | undefined> {
+  if (given !== 'latest') {
+    if (!/^\d{1,19}$/.test(given)) throw new Error('--config-version takes a config topic offset (a decimal number) or latest');
+    return given;
+  }
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    const [partition] = await admin.fetchTopicOffsets(configTopic);
+    const last = BigInt(partition?.high ?? '0') - 1n;
+    return last < 0n ? undefined : last.toString();
+  } finally {
+    await admin.disconnect();
+  }
 }
 
 main().catch((err: unknown) => {

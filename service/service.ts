@@ -413,7 +413,7 @@ export async function startService(config: Config, log = new Logger(config.logLe
         health: probe,
       },
     };
-    if (services && has('api')) startReplayJobs({ store, matches: new ReplayMatches(services.clickhouse, config.clickhouseDatabase), replay: services.replay, redis, prefix: config.topicPrefix, ratePerS: config.replayRatePerS, log, operational }, cleanups);
+    if (services && has('api')) startReplayJobs({ store, matches: new ReplayMatches(services.clickhouse, config.clickhouseDatabase), replay: services.replay, redis, prefix: config.topicPrefix, ratePerS: config.replayRatePerS, maxTries: config.replayMaxTries, log, operational }, cleanups);
     connections.ready = true;
     log.info('service ready', { url, stages: config.stages, data_dir: config.dataDir });
 

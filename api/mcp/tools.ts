@@ -108,13 +108,13 @@ function proofIds(ids: readonly { id: string }[]): Json {
 const REPLAY_TOOLS: ToolSpec[] = [
   {
     name: 'start_replay', title: 'Start a replay job', group: 'write:replays', scope: 'write:replays',
-    description: 'Delivers again, in the background, every delivery whose latest attempt falls in [from, to) and ended (delivered, or failed for good), optionally of one destination, final status or event type; each as a new delivery linked to the original (replay_of). Answers the running job.',
+    description: 'Delivers again, in the background, every delivery whose latest attempt falls in [from, to) and ended (delivered, or failed for good), optionally of one destination, final status or event type; each as a new delivery linked to the original (replay_of). `to` may not be later than now. Answers the running job.',
     input: { body: 'ReplayCreate', properties: { idempotency_key: idempotencyKey } }, output: 'ReplayJob', annotations: { readOnlyHint: false, destructiveHint: false },
     run: (d, c) => rest(d, c, 'POST', tenantPath(c, '/replays'), { body: bodyOf(c.args) }),
   },
   {
     name: 'get_replay', title: 'Replay job progress', group: 'read', scope: 'read:replays',
-    description: 'One replay job: matched, replayed, delivered, failed and its status (as GET /v1/tenants/{tenant_id}/replays/{replay_id}).',
+    description: 'One replay job: matched, replayed, delivered, failed, its status and, when it failed, why (`error`) (as GET /v1/tenants/{tenant_id}/replays/{replay_id}).',
     input: { properties: { replay_id: id('The replay job (rpl_...).') }, required: ['replay_id'] }, output: 'ReplayJob', annotations: { readOnlyHint: true },
     run: (d, c) => rest(d, c, 'GET', tenantPath(c, `/replays/${enc(String(c.args.replay_id))}`)),
   },
@@ -126,7 +126,7 @@ const REPLAY_TOOLS: ToolSpec[] = [
   },
   {
     name: 'cancel_replay', title: 'Cancel a replay job', group: 'write:replays', scope: 'write:replays',
-    description: 'Stops a running replay job from queuing more deliveries; those already queued still run. A finished job is refused (409).',
+    description: 'Stops a running replay job from queuing more deliveries; those already queued still run, and its counts stay as they were at the cancel. A finished job is refused (409).',
     input: { properties: { replay_id: id('The replay job (rpl_...).'), idempotency_key: idempotencyKey }, required: ['replay_id'] }, output: 'ReplayJob', annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false },
     run: (d, c) => rest(d, c, 'DELETE', tenantPath(c, `/replays/${enc(String(c.args.replay_id))}`)),
   },

@@ -5,7 +5,7 @@ import { newId } from '../../core/ids';
 import type { ApiKey, ReplayJob } from '../../core/model';
 import type { ConfigStore } from '../../platform/config-store/config-store';
 import type { ReplayMatches } from '../../platform/replay/job-matches';
-import { replayKeys } from '../../platform/replay/job-runner';
+import { markCancelled, replayKeys } from '../../platform/replay/job-progress';
 import { authOf, requireResourceOf, requireScope } from '../auth';
 import { pageOf } from '../paging';
 import { validateBody } from '../validation';
@@ -61,6 +61,8 @@ function readCreate(body: unknown, key: ApiKey, store: ConfigStore): ReplayJob['
   // what ClickHouse's DateTime64 holds, with room for a range after it
   if (from < 0 || from >= EARLIEST_UNREPRESENTABLE) problems.push({ field: 'from', message: 'must be from 1970 to 2199' });
   if (to <= from) problems.push({ field: 'to', message: 'must be later than from' });
+  // matches are counted at the start: a range reaching past it would match what happens meanwhile
+  else if (to > Date.now()) problems.push({ field: 'to', message: 'must not be later than now: a job replays what has happened, counted when it starts' });
   else if (to - from > MAX_REPLAY_RANGE_DAYS * 86_400_000) problems.push({ field: 'to', message: `must be at most ${MAX_REPLAY_RANGE_DAYS} days after from` });
   if (b.destination_id) {
     requireResourceOf(key, b.destination_id);
@@ -141,19 +143,34 @@ export function replaysRouter(store: ConfigStore, matches: ReplayMatches, redis:
     res.json(replayJobView(find(res, String(req.params.replayId))));
   });
 
-  // stops queuing; deliveries already queued still run
+  const notRunning = (j: ReplayJob) => new AppError('conflict', `replay job ${j.id} is ${j.status}; only a running job can be cancelled`);
+
+  /**
+   * Stops queuing; deliveries already queued still run, but the job counts no more. Its counts
+   * are those at the cancel: every batch begun before it (one being sent is waited for), and the
+   * outcomes ended by then. The job ends once: when its completion (or failure) reached the
+   * config topic first, that stands everywhere and the cancel answers 409.
+   */
   router.delete('/:replayId', requireScope('write:replays'), async (req, res) => {
     const j = find(res, String(req.params.replayId));
-    if (j.status !== 'running') throw new AppError('conflict', `replay job ${j.id} is ${j.status}; only a running job can be cancelled`);
+    if (j.status !== 'running') throw notRunning(j);
     const now = new Date().toISOString();
-    const keys = replayKeys(prefix, j.id);
-    // the mark first: a runner that writes progress after this sees it and writes the job cancelled again
-    await redis.set(keys.cancelled, now, 'EX', 30 * 86_400);
-    const held = await redis.hgetall(keys.progress);
-    const replayed = held.replayed === undefined ? j.replayed : Math.max(j.replayed, Number(held.replayed));
-    const cancelled: ReplayJob = { ...j, status: 'cancelled', replayed, finished_at: now, updated_at: now };
-    if (!(await store.update(cancelled))) throw notFound(`replay job ${j.id}`);
-    res.json(replayJobView(store.get('replay_job', j.tenant_id, j.id) ?? cancelled));
+    const held = await markCancelled(redis, replayKeys(prefix, j.id), now);
+    const outcomes = await matches.outcomes(j.tenant_id, j.id).catch(() => ({ delivered: j.delivered, failed: j.failed }));
+    const cancelled: ReplayJob = {
+      ...j,
+      status: 'cancelled',
+      replayed: Math.max(j.replayed, held.replayed ?? 0),
+      skipped: Math.max(j.skipped ?? 0, held.skipped ?? 0),
+      delivered: outcomes.delivered,
+      failed: outcomes.failed,
+      finished_at: now,
+      updated_at: now,
+    };
+    const { applied, standing } = await store.updateUnlessFinal(cancelled);
+    if (standing?.kind !== 'replay_job') throw notFound(`replay job ${j.id}`);
+    if (!applied) throw notRunning(standing);
+    res.json(replayJobView(standing));
   });
 
   return router;

@@ -1,5 +1,5 @@
 import type { Kafka, Producer } from 'kafkajs';
-import { entityKey, type Entity, type EntityKind } from '../../core/model';
+import { entityKey, isFinal, type Entity, type EntityKind } from '../../core/model';
 import { SecretDecryptError } from '../../core/secrets/envelope';
 import { openEntity, sealEntity, sealingOf } from '../../core/secrets/entity-secrets';
 import type { Keyring } from '../../core/secrets/keyring';
@@ -192,11 +192,30 @@ export class ConfigStore {
    * reused (typed ULIDs).
    */
   async update(entity: Entity): Promise<boolean> {
+    return (await this.updateUnlessFinal(entity)).standing !== undefined;
+  }
+
+  /**
+   * `update`, and the conditional write that ends an entity once: a record that would change an
+   * entity already final (isFinal, e.g. a replay job that ended) is ignored by every process,
+   * and since all apply the topic in one order, of writers racing to end it the one whose record
+   * the topic holds first wins everywhere. `applied`: whether this write took effect; `standing`:
+   * the entity as it is here once the write is applied (undefined: deleted). A write that lost is
+   * followed by the winner written again, so that compaction, which keeps a key's last record,
+   * keeps the winner.
+   */
+  async updateUnlessFinal(entity: Entity): Promise<{ applied: boolean; standing: Entity | undefined }> {
     const key = entityKey(entity.kind, tenantOf(entity), entity.id);
-    await this.write(key, await this.encode(entity, true));
-    if (this.entities.has(key)) return true;
-    await this.write(key, null);
-    return false;
+    const offset = await this.write(key, await this.encode(entity, true));
+    const standing = this.entities.get(key);
+    if (!standing) {
+      await this.write(key, null);
+      return { applied: false, standing: undefined };
+    }
+    // a record applied here sets the key's version to its offset (a later one may have moved it on)
+    const applied = (this.versions.get(key) ?? -1n) >= offset;
+    if (!applied) await this.write(key, await this.encode(standing, true));
+    return { applied, standing };
   }
 
   private encode(entity: Entity, updateOnly: boolean): Promise<Buffer> {
@@ -222,14 +241,19 @@ export class ConfigStore {
     return this.syncing;
   }
 
-  private async write(key: string, value: Buffer | null): Promise<void> {
+  /** Writes one record and waits until this process has applied it; returns its offset. */
+  private async write(key: string, value: Buffer | null): Promise<bigint> {
     if (!this.producer) throw new Error('config store is not started');
     const [meta] = await this.producer.send({ topic: this.topic, acks: -1, messages: [{ key, value }] });
     if (!meta || meta.baseOffset === undefined) throw new Error(`no offset returned for config write ${key}`);
     await this.table.waitFor({ partition: meta.partition, offset: meta.baseOffset });
+    return BigInt(meta.baseOffset);
   }
 
-  /** Applies one record; false when an update-only record finds its entity deleted. */
+  /**
+   * Applies one record; false when an update-only record finds its entity deleted, or when a
+   * record would change an entity that is final (the same final state written again passes).
+   */
   private apply(key: string, written: Written | null): boolean {
     const previous = this.entities.get(key);
     const groupKey = key.slice(0, key.lastIndexOf('/'));
@@ -245,6 +269,7 @@ export class ConfigStore {
     // only a tombstone read before it tells them apart (and the writer's tombstone follows).
     if (written.updateOnly && !previous && this.deletedKeys.has(key)) return false;
     const { entity } = written;
+    if (previous && isFinal(previous) && JSON.stringify(previous) !== JSON.stringify(entity)) return false;
     this.entities.set(key, entity);
     let group = this.byGroup.get(groupKey);
     if (!group) this.byGroup.set(groupKey, (group = new Map()));

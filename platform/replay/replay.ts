@@ -17,10 +17,11 @@ export interface ReplayDeps {
   /** Namespaces the replay claims of one deployment. */
   prefix: string;
   /**
-   * This process's configuration: the replayed task names its version, so a deliver process
-   * waits for a destination re-enabled here before it decides. Unset (the CLI), it names none.
+   * The writer's configuration (the API's store, the CLI's): the replayed records name the version
+   * it has applied, like every record of the pipeline, so a deliver process waits for what the
+   * writer saw (a destination re-enabled, its new URL) before it decides.
    */
-  config?: { readonly version: bigint };
+  config: { readonly version: bigint };
   /**
    * The destinations as this process knows them: a replay to an ordered destination is keyed by
    * it, at the back of its line (core/record-keys.ts). Unset, every replay is keyed by its event.
@@ -56,13 +57,13 @@ export async function replayDelivery(deps: ReplayDeps, dead: DeliveryTask, reaso
 /**
  * Queues replayed deliveries, each already a new delivery (its own id, attempt 1, `replay_of` the
  * delivery it repeats), with the `replayed` transition of each, all acknowledged by every in-sync
- * replica before this returns. The tasks name this process's configuration version when it has one.
+ * replica before this returns. The records name the writer's configuration version.
  * `originalTrace` names the trace of the delivery a task repeats, where it is known.
  */
 export async function queueReplays(deps: Omit<ReplayDeps, 'redis' | 'prefix'>, tasks: readonly DeliveryTask[], reason: string, originalTrace?: (task: DeliveryTask) => string | undefined): Promise<void> {
   if (tasks.length === 0) return;
   const now = Date.now();
-  const version = deps.config ? { [CONFIG_VERSION_HEADER]: deps.config.version.toString() } : undefined;
+  const version = { [CONFIG_VERSION_HEADER]: deps.config.version.toString() };
   const encoded = await Promise.all(
     tasks.map(async (task) => {
       // each replayed delivery is a trace of its own, begun here, linked to the one it repeats

@@ -389,7 +389,7 @@ describe('OpenAPI document', () => {
       clickhouse: svc.clickhouse,
       clickhouseDatabase: svc.config.clickhouseDatabase,
       claims: new RedisNameClaims(lockedRedis, prefix),
-      replay: { producer: svc.service.kafka.producer(), codec: AvroCodec.connect(svc.config.schemaRegistryUrl!), topics: svc.service.topics, redis: lockedRedis, prefix },
+      replay: { producer: svc.service.kafka.producer(), codec: AvroCodec.connect(svc.config.schemaRegistryUrl!), topics: svc.service.topics, redis: lockedRedis, prefix, config: svc.service.store },
       publicBaseUrl: svc.url,
       redis: lockedRedis,
       redisPrefix: prefix,
@@ -515,7 +515,7 @@ describe('OpenAPI document', () => {
     const store = svc.service.store;
     const claims = new RedisNameClaims(lockedRedis, 'unused.');
     const db = svc.config.clickhouseDatabase;
-    const replay = { producer: svc.service.kafka.producer(), codec: AvroCodec.connect(svc.config.schemaRegistryUrl!), topics: svc.service.topics, redis: lockedRedis, prefix: 'unused.' };
+    const replay = { producer: svc.service.kafka.producer(), codec: AvroCodec.connect(svc.config.schemaRegistryUrl!), topics: svc.service.topics, redis: lockedRedis, prefix: 'unused.', config: store };
     // the app's own routes (health, and the document once it is wired) and the Hook URL router
     const registered = routesOf((unready.app as unknown as { router: unknown }).router, '');
     routesOf(ingestRouter({ topics: svc.service.topics, config: store, codec: replay.codec, producer: new BatchingProducer(replay.producer), maxBodyBytes: 1, maxHops: 3, log }), '', registered);

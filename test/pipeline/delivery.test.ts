@@ -4,6 +4,8 @@ import { eventually, startTestService, type TestService } from '../support/servi
 import { runScript } from '../support/process';
 import { newSigningSecret } from '../../core/signing/standard-webhooks';
 import { attemptsOf, destinationWithIngester, sendEvent, transitionsOf, waitForStates } from '../support/flow';
+import { readTopic } from '../../platform/kafka/topic-table';
+import { CONFIG_VERSION_HEADER } from '../../pipeline/runtime/config-version';
 
 /** The delivery engine against real Kafka, Redis and chdb, with schedules short enough to watch. */
 describe('delivery engine', () => {
@@ -188,6 +190,16 @@ describe('delivery engine', () => {
     expect(first.stderr).toMatch(/replaying .*3\/3 dead letters/);
     await r.waitForRequests(6);
     expect(new Set(r.requests.slice(3).map((q) => String(q.headers['webhook-id'])))).toEqual(new Set(summary.delivery_ids));
+    // the replayed tasks name the configuration the CLI had applied, which holds the destination
+    const destinationVersion = svc.service.store.versionOf('destination', svc.tenantId, destinationId)!;
+    const codec = svc.service.apiServices!.replay.codec;
+    const replayedTasks: (string | undefined)[] = [];
+    for (const record of await readTopic(svc.service.kafka, svc.service.topics.deliveryRequested)) {
+      const task = await codec.decode('DeliveryTask', record.value!);
+      if (summary.delivery_ids.includes(task.delivery_id)) replayedTasks.push(record.headers[CONFIG_VERSION_HEADER]?.toString());
+    }
+    expect(replayedTasks).toHaveLength(3);
+    for (const version of replayedTasks) expect(BigInt(version ?? -1)).toBeGreaterThanOrEqual(destinationVersion);
     for (const e of events) await waitForStates(svc, e, ['replayed', 'delivered']);
     const second = await runScript('cli/main.ts', ['dlq', 'replay', '--destination', destinationId, '--no-progress'], env);
     expect(JSON.parse(second.stdout)).toMatchObject({ dead_letters: 3, replayed: 0, already_replayed: 3 });

@@ -2,7 +2,9 @@ import Stripe from 'stripe';
 import { receiverPool } from '../support/receiver';
 import { eventually, startTestService, type TestService } from '../support/service';
 import { runScript } from '../support/process';
-import { attemptsOf, sendEvent, waitForStates } from '../support/flow';
+import { attemptsOf, sendEvent, transitionsOf, waitForStates } from '../support/flow';
+import { readTopic } from '../../platform/kafka/topic-table';
+import { CONFIG_VERSION_HEADER } from '../../pipeline/runtime/config-version';
 
 const HOOK_LIMIT = 64 * 1024;
 
@@ -18,7 +20,8 @@ describe('pipeline', () => {
   };
 
   beforeAll(async () => {
-    svc = await startTestService({ RETRY_TIERS: '100ms', LOG_LEVEL: 'info', INGEST_MAX_BODY_BYTES: String(HOOK_LIMIT) });
+    // a record naming configuration not applied yet is held long enough to be seen held
+    svc = await startTestService({ RETRY_TIERS: '100ms', LOG_LEVEL: 'info', INGEST_MAX_BODY_BYTES: String(HOOK_LIMIT), CONFIG_VERSION_WAIT_MS: '30000' });
   });
   afterAll(async () => {
     await Promise.all([svc?.stop(), receivers.closeAll()]);
@@ -102,6 +105,29 @@ describe('pipeline', () => {
     expect(bodies.size).toBe(50);
     const states = (await waitForStates(svc, first_event_id, ['received', 'validated', 'filtered', 'delivered', 'acked'])).map((t) => t.state);
     expect(new Set(states)).toEqual(new Set(['received', 'validated', 'filtered', 'delivered', 'acked']));
+    // the example names the newest configuration version, which holds the ingester
+    const received = (await readTopic(svc.service.kafka, svc.service.topics.received)).find((rec) => rec.key?.toString() === `${svc.tenantId}/${first_event_id}`);
+    expect(BigInt(String(received?.headers[CONFIG_VERSION_HEADER]))).toBeGreaterThanOrEqual(svc.service.store.versionOf('ingester', svc.tenantId, ing.body.id)!);
+  });
+
+  it('holds a record a producer wrote straight onto Kafka until the process has the configuration version it names', async () => {
+    const r = await receiver();
+    const ing = await svc.api('POST', `/v1/tenants/${svc.tenantId}/ingesters`, { name: 'direct-versioned', provider: 'none', config: {}, destination_ids: [await destination('direct-versioned-dest', r.url)] });
+    // a version the configuration has not reached yet: the next change will be it
+    const ahead = svc.service.store.version + 1n;
+    const env = { ...process.env, TOPIC_PREFIX: svc.config.topicPrefix };
+    const out = await runScript('examples/produce-direct.ts', ['--tenant', svc.tenantId, '--ingester', ing.body.id, '--config-version', ahead.toString()], env);
+    expect(out.code).toBe(0);
+    const { first_event_id } = JSON.parse(out.stdout) as { first_event_id: string };
+    await eventually('the record stored as received', async () => ((await transitionsOf(svc, first_event_id)).some((t) => t.state === 'received') ? true : undefined));
+    await new Promise((res) => setTimeout(res, 2_000));
+    expect(r.requests).toHaveLength(0);
+    expect((await transitionsOf(svc, first_event_id)).map((t) => t.state)).toEqual(['received']);
+    // any change of the configuration brings the version there: the record goes on
+    await destination('moves the version on', r.url);
+    expect(svc.service.store.version).toBeGreaterThanOrEqual(ahead);
+    await r.waitForRequests(1);
+    await waitForStates(svc, first_event_id, ['validated', 'filtered', 'delivered']);
   });
 
   // `/v1/hooks/{id}/` (trailing slash) is the same Hook URL, answered by the router; the plain
