@@ -37,7 +37,7 @@ function filtersOf(query: Record<string, unknown>): { stage: string | null; from
 }
 
 /** A letter as the API shows it, with the replay of its input when there was one. */
-function letterView(r: DeadLetterRow, mark: ReplayMark | undefined) {
+export function letterView(r: DeadLetterRow, mark: ReplayMark | undefined) {
   return {
     id: r.id,
     stage: r.stage,

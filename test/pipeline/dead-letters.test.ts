@@ -3,6 +3,7 @@ import { SCOPES } from '../../core/scopes';
 import { createProducer } from '../../platform/kafka/client';
 import { destinationWithIngester, transitionsOf, waitForStates } from '../support/flow';
 import { uniqueSuffix } from '../support/ids';
+import { runScript } from '../support/process';
 import { startReceiver, type Receiver } from '../support/receiver';
 import { eventually, startTestService, type TestService } from '../support/service';
 
@@ -129,6 +130,43 @@ describe('dead letters of every stage', () => {
     expect((await transitionsOf(svc, eventId)).filter((t) => t.state === 'delivered')).toHaveLength(1);
   }, 120_000);
 
+  it('the CLI lists, shows and replays a tenant\'s letters through the API, by stage and time, a page at a time', async () => {
+    const { ingesterId, hookUrl } = await brokenIngester(`cli-${uniqueSuffix()}`);
+    const from = new Date(Date.now() - 1_000).toISOString();
+    const events = [await post(hookUrl, { cli: 1 }, { 'x-tag': 'ta' }), await post(hookUrl, { cli: 2 }, { 'x-tag': 'ta' })];
+    const second = await letterOfEvent(events[1]!);
+    const first = await letterOfEvent(events[0]!);
+    const env = { ...process.env, HOOKLINE_API_KEY: svc.apiKey, HOOKLINE_API_URL: svc.url, HOOKLINE_TENANT: svc.tenantId };
+    const cli = async (...args: string[]) => {
+      const r = await runScript('cli/main.ts', ['dead-letters', ...args], env);
+      if (r.code !== 0) throw new Error(`dead-letters ${args.join(' ')}: ${r.stderr}`);
+      return JSON.parse(r.stdout) as Json;
+    };
+    // newest first, one at a time: the cursor goes on with the same filters
+    const [page1, one, other] = await Promise.all([
+      cli('list', '--stage', 'filter', '--from', from, '--limit', '1'),
+      cli('get', first.id),
+      runScript('cli/main.ts', ['dead-letters', 'replay', first.id, '--tenant', otherTenant], { ...env, HOOKLINE_API_KEY: otherKey }),
+    ]);
+    expect(page1.dead_letters).toEqual([second]);
+    const page2 = await cli('list', '--stage', 'filter', '--from', from, '--limit', '1', '--cursor', page1.next_cursor);
+    expect(page2.dead_letters).toEqual([first]);
+    expect(one).toMatchObject({ ...first, value_sha256: expect.any(String) });
+    // another tenant's key cannot reach it
+    expect(other.code).toBe(1);
+    expect(other.stderr.trim()).toMatch(/^404 not-found: dead letter dlt_\w+ does not exist$/);
+    expect((await cli('list', '--stage', 'deliver', '--from', from)).dead_letters).toEqual([]);
+    expect((await cli('list', '--to', from)).dead_letters.map((l: Json) => l.id)).not.toContain(first.id);
+
+    expect((await svc.api('PUT', `${base()}/ingesters/${ingesterId}`, { name: 'fixed from the command line', filters: [] })).status).toBe(200);
+    const replayed = await cli('replay', first.id);
+    expect(replayed).toMatchObject({ status: 'replayed', dead_letter_id: first.id, event_id: events[0], written: { topic: svc.service.topics.received } });
+    await waitForStates(svc, events[0]!, ['replayed', 'delivered']);
+    const refused = await runScript('cli/main.ts', ['dead-letters', 'replay', first.id], env);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr.trim()).toMatch(/^409 conflict: dead letter dlt_\w+ cannot be replayed: its record was replayed/);
+  }, 120_000);
+
   it('bytes that do not decode, written straight onto webhooks.received, are the operator\'s: in ClickHouse, listed to no tenant', async () => {
     const garbage = Buffer.from(`not avro ${uniqueSuffix()}`);
     const producer = createProducer(kafka);
@@ -150,5 +188,37 @@ describe('dead letters of every stage', () => {
     expect(row).toMatchObject({ tenant_id: '', named_tenant_id: svc.tenantId, stage: 'validate', record: '', reason: expect.stringMatching(/^the record cannot be decoded as WebhookEvent: /) });
     expect((await svc.api('GET', `${base()}/dead-letters?limit=200`)).body.dead_letters.map((l: Json) => l.id)).not.toContain(row.id);
     expect((await svc.api('GET', `${base()}/dead-letters/${row.id}`)).status).toBe(404);
-  });
+    expect((await svc.api('POST', `${base()}/dead-letters/${row.id}/replay`)).status).toBe(404);
+
+    // the operator sees it beside the deployment, and puts it back once (it cannot decode now
+    // either: the validate stage sets it aside again, a letter of its own)
+    const env = { ...process.env, TOPIC_PREFIX: svc.config.topicPrefix, DATA_DIR: svc.config.dataDir };
+    const listed = await runScript('cli/main.ts', ['dead-letters', 'list', '--operator', '--stage', 'validate'], env);
+    expect(listed.stderr).toBe('');
+    const mine = (JSON.parse(listed.stdout).dead_letters as Json[]).find((l) => l.id === row.id);
+    expect(mine).toMatchObject({ tenant_id: null, named_tenant_id: svc.tenantId, stage: 'validate', reason: row.reason, source: { topic: svc.service.topics.received }, replayed_at: null });
+    const replayed = await runScript('cli/main.ts', ['dead-letters', 'replay', row.id, '--operator'], env);
+    expect(replayed.stderr).toBe('');
+    expect(JSON.parse(replayed.stdout)).toMatchObject({ status: 'replayed', dead_letter_id: row.id, tenant_id: null, written: { topic: svc.service.topics.received } });
+    const again = await eventually('the bytes set aside again', async () => {
+      const rs = await svc.clickhouse.query({
+        query: `SELECT id FROM ${svc.config.clickhouseDatabase}.dead_letters FINAL WHERE tenant_id = '' AND value_sha256 = {sha:String} AND id != {id:String}`,
+        query_params: { sha: require('node:crypto').createHash('sha256').update(garbage).digest('hex'), id: row.id },
+        format: 'JSONEachRow',
+      });
+      const [r] = await rs.json<Json>();
+      return r;
+    });
+    expect(again.id).not.toBe(row.id);
+    const twice = await runScript('cli/main.ts', ['dead-letters', 'replay', row.id, '--operator'], env);
+    expect(twice.code).toBe(1);
+    expect(twice.stderr.trim()).toMatch(/^dead letter dlt_\w+ cannot be replayed: its record was replayed at .* by operator$/);
+    // the replay is recorded where the API reads it too
+    const marks = await eventually('the replay in ClickHouse', async () => {
+      const rs = await svc.clickhouse.query({ query: `SELECT letter_id, replayed_by FROM ${svc.config.clickhouseDatabase}.dead_letter_replays FINAL WHERE letter_id = {id:String}`, query_params: { id: row.id }, format: 'JSONEachRow' });
+      const found = await rs.json<Json>();
+      return found.length > 0 ? found : undefined;
+    });
+    expect(marks).toEqual([{ letter_id: row.id, replayed_by: 'operator' }]);
+  }, 120_000);
 });
