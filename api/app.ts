@@ -43,6 +43,8 @@ import { statsRouter } from './routes/stats';
 import { meRouter } from './routes/me';
 import { StageLagReader } from '../platform/kafka/stage-lag';
 import { uiHandler } from './ui';
+import { deadLettersRouter } from './routes/dead-letters';
+import { DeadLetterStore } from '../platform/clickhouse/dead-letters';
 
 /** What the API needs once the service is up. */
 export interface ApiServices {
@@ -200,6 +202,7 @@ export function createApp(options: ApiOptions): Express {
         tenant.use('/ingesters', ingestersRouter(s.store, s.publicBaseUrl, s.maxFanout, s.quotas));
         tenant.use('/deliveries', deliveriesRouter(s.clickhouse, s.clickhouseDatabase));
         tenant.use('/events', eventsRouter(s.clickhouse, s.clickhouseDatabase, s.store, s.replay));
+        tenant.use('/dead-letters', deadLettersRouter(new DeadLetterStore(s.clickhouse, s.clickhouseDatabase), s.replay));
         tenant.use('/delivery-flows', flowsRouter(s.store, s.maxFanout, s.quotas));
         tenant.use('/saved-payloads', savedPayloadsRouter(s.store, s.quotas));
         tenant.use('/api-keys', apiKeysRouter(s.store, usageOf(s), s.quotas));

@@ -19,6 +19,7 @@ import { MAX_KEY_LIFETIME_DAYS, MAX_KEY_RESOURCES } from './routes/api-keys';
 import { MAX_REPLAY_MATCHES, MAX_REPLAY_RANGE_DAYS, MAX_RUNNING_REPLAYS } from './routes/replays';
 import { eventTypePaths, eventTypeSchemas } from './openapi-event-types';
 import { dashboardPaths, dashboardSchemas } from './openapi-dashboard';
+import { deadLetterPaths, deadLetterSchemas } from './openapi-dead-letters';
 
 /**
  * The OpenAPI 3.1 description of the HTTP API as the code implements it today. Enumerations and
@@ -801,6 +802,7 @@ function schemas(errorBase: string): Json {
     SavedPayloadList: listOf('saved_payloads', 'SavedPayload', 'by id (creation time), oldest first'),
     ...eventTypeSchemas({ schema, typedId, nullable, shownBack, listOf }),
     ...dashboardSchemas({ schema, nullable }),
+    ...deadLetterSchemas({ schema, typedId, nullable, listOf }),
     ...apiKeySchemas(),
     ...replaySchemas(),
 
@@ -1592,6 +1594,7 @@ function tenantPaths(): Json {
     },
     ...eventTypePaths({ P, T, tenant, idParam, tenantOperation, ok, created, noContent, jsonBody, listParams, pagingNote }),
     ...dashboardPaths({ P, T, tenant, idParam, tenantOperation, keyOperation: mcpOperation, ok }),
+    ...deadLetterPaths({ P, T, tenant, tenantOperation, ok, schema, listParams, pagingNote }),
     [`${P}/evidence/{delivery_id}`]: {
       parameters: [tenant, idParam('DeliveryId')],
       get: tenantOperation({
@@ -1854,9 +1857,9 @@ const API_DESCRIPTION = `Webhook ingestion and delivery on Apache Kafka. Webhook
 
 **Order of checks** on tenant routes: service ready (503), authentication (401), tenant (404), rate limit (429), JSON body (415, 413, 400), Idempotency-Key (400, 409, 503), scope and write group (403), then the operation's own checks.
 
-**Errors** are RFC 9457 problem documents (\`application/problem+json\`) with \`type\` \`<ERROR_BASE>/errors/<slug>\`, \`title\`, \`status\`, \`detail\`, \`instance\` (the request id, also sent as \`X-Request-Id\`), and the extra members of their type. 400 validation-error lists every problem in \`errors\` ([{field, message}]); an unknown value of a query filter (\`status\`, \`level\`) is 422.
+**Errors** are RFC 9457 problem documents (\`application/problem+json\`) with \`type\` \`<ERROR_BASE>/errors/<slug>\`, \`title\`, \`status\`, \`detail\`, \`instance\` (the request id, also sent as \`X-Request-Id\`), and the extra members of their type. 400 validation-error lists every problem in \`errors\` ([{field, message}]); an unknown value of a query filter (\`status\`, \`level\`, \`stage\`) is 422.
 
-**Lists** answer an envelope: the items under a resource-named member (\`destinations\`, \`ingesters\`, \`delivery_flows\`, \`deliveries\`, \`saved_payloads\`, \`api_keys\`, \`logs\`) and \`next_cursor\` (an opaque string, \`null\` on the last page). \`limit\` is 1 to ${MAX_LIMIT} (default ${DEFAULT_LIMIT}). A cursor is bound to the filters it was issued with. Configuration lists are in creation order; deliveries and logs newest first. Deliveries list one item per attempt.
+**Lists** answer an envelope: the items under a resource-named member (\`destinations\`, \`ingesters\`, \`delivery_flows\`, \`deliveries\`, \`saved_payloads\`, \`api_keys\`, \`logs\`, \`dead_letters\`) and \`next_cursor\` (an opaque string, \`null\` on the last page). \`limit\` is 1 to ${MAX_LIMIT} (default ${DEFAULT_LIMIT}). A cursor is bound to the filters it was issued with. Configuration lists are in creation order; deliveries, logs and dead letters newest first. Deliveries list one item per attempt.
 
 **Idempotency.** Every write (POST, PUT, PATCH, DELETE) takes an optional \`Idempotency-Key\` header; see the parameter.
 
@@ -1898,6 +1901,7 @@ export function openApiDocument(options: { errorBase: string; serverUrl?: string
       { name: 'Delivery flows', description: 'Routing from ingesters to destinations.' },
       { name: 'Deliveries', description: 'Delivery attempts as recorded.' },
       { name: 'Events', description: 'Received events, and operations on them.' },
+      { name: 'Dead letters', description: 'Records a stage of the pipeline set aside (undecodable, or a cause such as filters that no longer compile), and putting them back once the cause is fixed.' },
       { name: 'Saved payloads', description: 'Named JSON payloads a tenant keeps.' },
       { name: 'API keys', description: 'The tenant\'s API keys: issue, list, revoke.' },
       { name: 'Replays', description: 'Delivering again, in the background, the deliveries of a time range.' },

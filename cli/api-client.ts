@@ -36,6 +36,18 @@ export function apiTarget(values: Values, what: string, env: NodeJS.ProcessEnv =
   return { ...apiConnection(values, what, env), tenant };
 }
 
+/** The query of a list command: each option given (`--http-status 5xx`) as its parameter (`response_code`). */
+export function queryOf(values: Values, options: Record<string, string>): Record<string, string> {
+  const query: Record<string, string> = {};
+  for (const [option, param] of Object.entries(options)) {
+    const v = values[option];
+    if (v === undefined) continue;
+    if (typeof v !== 'string') throw new CliError(`--${option} takes one value`);
+    query[param] = v;
+  }
+  return query;
+}
+
 export interface CallOptions {
   query?: Record<string, string | number | undefined | null>;
   body?: unknown;

@@ -15,6 +15,7 @@ import { eventTypesCommand } from './event-types';
 import { tenantStats, whoami } from './stats';
 import { eventsCommand, EVENTS_USAGE } from './events';
 import { deliveriesCommand, DELIVERIES_USAGE } from './deliveries';
+import { deadLettersCommand, DEAD_LETTERS_USAGE } from './dead-letters';
 
 /** The options of `evidence verify`, from its arguments and the environment. */
 function evidenceOptions(rest: string[], values: Record<string, string | string[] | boolean | undefined>): VerifyOptions {
@@ -48,6 +49,7 @@ const USAGE = `usage:
   npm run cli -- keys list --tenant <id>
   npm run cli -- keys revoke --tenant <id> --id <key id>
   npm run cli -- dlq replay --destination <destination id> [--no-progress]
+${DEAD_LETTERS_USAGE}
   npm run cli -- secrets rotate
   npm run cli -- evidence verify <delivery id> --tenant <id> [--attempt <n>] [--api-url <url>] [--state <file>] [--verifier-key <key>]
                  (the API key comes from HOOKLINE_API_KEY)
@@ -101,6 +103,8 @@ async function main(argv: string[]): Promise<void> {
       limit: { type: 'string' },
       cursor: { type: 'string' },
       window: { type: 'string' },
+      stage: { type: 'string' },
+      operator: { type: 'boolean' },
     },
   });
   if (values.help) {
@@ -115,6 +119,10 @@ async function main(argv: string[]): Promise<void> {
   if (positionals[0] === 'replays') return replaysCommand(positionals.slice(1), values, (line) => process.stdout.write(`${line}\n`));
   if (positionals[0] === 'events') {
     process.stdout.write(`${JSON.stringify(await eventsCommand(positionals.slice(1), values))}\n`);
+    return;
+  }
+  if (positionals[0] === 'dead-letters') {
+    process.stdout.write(`${JSON.stringify(await deadLettersCommand(positionals.slice(1), values))}\n`);
     return;
   }
   if (positionals[0] === 'deliveries') {

@@ -1,5 +1,4 @@
-import { apiTarget, callApi } from './api-client';
-import { CliError } from './connect';
+import { apiTarget, callApi, queryOf } from './api-client';
 
 type Values = Record<string, string | string[] | boolean | undefined>;
 
@@ -23,12 +22,5 @@ export const SEARCH_OPTIONS = {
  */
 export async function searchDeliveries(values: Values): Promise<unknown> {
   const target = apiTarget(values, 'search');
-  const query: Record<string, string> = {};
-  for (const [option, param] of Object.entries(SEARCH_OPTIONS)) {
-    const v = values[option];
-    if (v === undefined) continue;
-    if (typeof v !== 'string') throw new CliError(`--${option} takes one value`);
-    query[param] = v;
-  }
-  return (await callApi(target, 'GET', '/deliveries', { query })).body;
+  return (await callApi(target, 'GET', '/deliveries', { query: queryOf(values, SEARCH_OPTIONS) })).body;
 }

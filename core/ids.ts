@@ -15,6 +15,7 @@ export const ID_PREFIX = {
   eventType: 'etp',
   replayJob: 'rpl',
   change: 'chg',
+  deadLetter: 'dlt',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIX;

@@ -16,6 +16,8 @@ export interface Topics {
   deliveryHeld: string;
   /** Input records a stage could not handle (schemas/dead-letter.avsc), so that their partition goes on. */
   eventsDlq: string;
+  /** Dead letters of events.dlq replayed (schemas/dead-letter-replay.avsc): written by the API and the command line, so a letter is put back once. */
+  eventsDlqReplays: string;
   logs: string;
   /** The evidence log itself: sealed batches of leaves with their signed checkpoints, kept forever. */
   evidenceLeaves: string;
@@ -47,6 +49,7 @@ export function topicNames(prefix: string, tiersMs: number[] = DEFAULT_RETRY_TIE
     deliveryDlq: t('deliveries.dlq'),
     deliveryHeld: t('deliveries.held'),
     eventsDlq: t('events.dlq'),
+    eventsDlqReplays: t('events.dlq.replays'),
     logs: t('logs'),
     evidenceLeaves: t('evidence.leaves'),
     retryTiers: [...tiersMs].sort((a, b) => a - b).map((delayMs) => ({ delayMs, topic: t(`deliveries.retry.${tierLabel(delayMs)}`) })),
@@ -93,9 +96,19 @@ export function consumers(topics: Topics): ConsumerSpec[] {
     { name: 'evidence-sequencer', stage: 'evidence', reads: [topics.deliveryCompleted], writes: [topics.evidenceLeaves, topics.eventsDlq] },
     // a stage's output record is the record of the state it enters: the sink derives the state rows
     // of received, validated and filtered events, delivered attempts and acked (sealed) deliveries
-    // from those records, so only the other states travel on events.transitions
-    { name: 'sink', stage: 'sink', reads: [topics.received, topics.validated, topics.filtered, topics.transitions, topics.deliveryCompleted, topics.logs, topics.evidenceLeaves], writes: [] },
+    // from those records, so only the other states travel on events.transitions; the dead letters
+    // of every stage and their replays are listed from its copies too
+    { name: 'sink', stage: 'sink', reads: [topics.received, topics.validated, topics.filtered, topics.transitions, topics.deliveryCompleted, topics.logs, topics.evidenceLeaves, topics.eventsDlq, topics.eventsDlqReplays], writes: [] },
   ];
+}
+
+/**
+ * The topics a dead letter may be put back on: the inputs of the pipeline's stages (never the
+ * configuration, the evidence log or another topic a letter might name), so that the stage that
+ * set the record aside handles it again.
+ */
+export function replayableTopics(topics: Topics): string[] {
+  return [...new Set(consumers(topics).filter((c) => c.name !== 'sink').flatMap((c) => c.reads))];
 }
 
 /** The consumers with a group of their own: what the live checks measure lag and members of. */

@@ -30,6 +30,7 @@ export function topology(topics: Topics, partitions: number, maxBodyBytes?: numb
     { topic: topics.deliveryDlq, partitions, ...body },
     { topic: topics.deliveryHeld, partitions, ...body },
     { topic: topics.eventsDlq, partitions, ...body },
+    { topic: topics.eventsDlqReplays, partitions },
     { topic: topics.logs, partitions },
     // the log's batches are the system of record: one partition, kept forever
     { topic: topics.evidenceLeaves, partitions: 1, retentionMs: -1 },
@@ -46,6 +47,7 @@ export function topology(topics: Topics, partitions: number, maxBodyBytes?: numb
     [topics.deliveryDlq]: 'DeliveryTask',
     [topics.deliveryHeld]: 'DeliveryTask',
     [topics.eventsDlq]: 'DeadLetter',
+    [topics.eventsDlqReplays]: 'DeadLetterReplay',
     [topics.logs]: 'LogEntry',
     [topics.evidenceLeaves]: 'EvidenceBatch',
   };

@@ -9,6 +9,7 @@ import type { Operations, ProbeAnswer } from './checks';
 import type { InProcessApi } from './probe';
 import { eventTypeTools } from './event-type-tools';
 import { dashboardTools } from './dashboard-tools';
+import { deadLetterTools } from './dead-letter-tools';
 
 type Json = Record<string, unknown>;
 
@@ -353,6 +354,7 @@ export const TOOLS: ToolSpec[] = [
   ...REPLAY_TOOLS,
   ...eventTypeTools({ rest, tenantPath, bodyOf, deleteRun, id, idempotencyKey, limit, cursor }),
   ...dashboardTools({ rest, tenantPath, id }),
+  ...deadLetterTools({ rest, tenantPath, id, idempotencyKey, limit, cursor }),
 ];
 
 function proofList(proofs: Awaited<ReturnType<Operations['runtimeProofs']>>, ids: unknown): Json {

@@ -2,13 +2,9 @@ import type { IHeaders } from 'kafkajs';
 import type { Logger } from '../../core/log';
 import type { TraceHeaders } from '../../platform/tracing/trace-context';
 import type { AnyOutput } from './stage';
+import { CONFIG_VERSION_HEADER } from '../../core/config-version';
 
-/**
- * The header naming the configuration version (an offset of the config topic, in decimal) a
- * record was decided with. A process that reads the record applies at least that version before
- * deciding on it, so a change made in one process reaches every later step in order.
- */
-export const CONFIG_VERSION_HEADER = 'hookline-config-version';
+export { CONFIG_VERSION_HEADER };
 
 /** What the runtime needs of the configuration store: its version, and a way to wait for one. */
 export interface ConfigVersions {

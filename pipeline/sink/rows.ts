@@ -1,8 +1,9 @@
 import { derivedId } from '../../core/ids';
 import { encodeStoredBody, sha256Hex } from '../../core/stored-body';
 import { OUTCOME_LINES, outcomeLineFields } from '../deliver/lines';
-import type { DeliveryOutcome, EvidenceBatch, EventTransition, WebhookEvent } from '../../platform/avro/records';
+import type { DeadLetter, DeadLetterReplay, DeliveryOutcome, EvidenceBatch, EventTransition, WebhookEvent } from '../../platform/avro/records';
 import { fencingTokenOf } from '../evidence/chain';
+import { deadLetterId, type LetterOwner } from '../dead-letter';
 
 let cachedSecond = Number.NaN;
 let cachedPrefix = '';
@@ -181,5 +182,44 @@ export function logRow(l: import('../../platform/avro/records').LogEntry) {
     ingester_id: l.ingester_id,
     correlation_id: l.correlation_id,
     fields: l.fields,
+  };
+}
+
+/**
+ * A dead letter's row, filed under its owner (ownerOfLetter): the input's bytes as a stored body
+ * with their SHA-256 and its key in base64, so that a replay writes back exactly what was read.
+ */
+export function deadLetterRow(l: DeadLetter, owner: LetterOwner) {
+  return {
+    tenant_id: owner.tenant_id,
+    id: deadLetterId(l),
+    at: chTime(l.at),
+    stage: l.stage,
+    reason: l.reason,
+    source_topic: l.source_topic,
+    source_partition: l.source_partition,
+    source_offset: l.source_offset,
+    record: owner.record,
+    resource_id: owner.resource_id,
+    named_tenant_id: l.tenant_id,
+    event_id: l.event_id,
+    key: l.key === null ? null : Buffer.from(l.key).toString('base64'),
+    value: encodeStoredBody(Buffer.from(l.value)),
+    value_sha256: sha256Hex(Buffer.from(l.value)),
+  };
+}
+
+/** The row saying a dead letter's input was put back. */
+export function deadLetterReplayRow(r: DeadLetterReplay) {
+  return {
+    tenant_id: r.tenant_id,
+    source_topic: r.source_topic,
+    source_partition: r.source_partition,
+    source_offset: r.source_offset,
+    letter_id: r.letter_id,
+    stage: r.stage,
+    event_id: r.event_id,
+    replayed_at: chTime(r.replayed_at),
+    replayed_by: r.replayed_by,
   };
 }

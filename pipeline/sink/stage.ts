@@ -1,10 +1,11 @@
 import { errorMessage } from '../../core/log';
 import { consumerSpec, type Topics } from '../../core/topics';
-import type { DeliveryOutcome, EventTransition, EvidenceBatch, LogEntry, RecordName, WebhookEvent } from '../../platform/avro/records';
+import type { DeadLetter, DeadLetterReplay, DeliveryOutcome, EventTransition, EvidenceBatch, LogEntry, RecordName, WebhookEvent } from '../../platform/avro/records';
 import { consume, type ConsumedBatch, type Consuming, type RunnerDeps, type RunningStage } from '../runtime/consume';
 import { decideBatch, fencingTokenOf, type ChainHead } from '../evidence/chain';
 import { recordSinkFlush, secondsSince } from '../../platform/metrics/metrics';
-import { ackedRow, eventRow, eventTypeRow, evidenceRows, logRow, outcomeRows, receivedRow, stateRow, transitionRow } from './rows';
+import { ackedRow, deadLetterReplayRow, deadLetterRow, eventRow, eventTypeRow, evidenceRows, logRow, outcomeRows, receivedRow, stateRow, transitionRow } from './rows';
+import { ownerOfLetter, type LetterOwner } from '../dead-letter';
 import { recordTraceOf, traceIdOf, type RecordHeaders } from '../../platform/tracing/trace-context';
 import { endSpan, recordSpanAttributes, isTracing, SPAN_ATTRIBUTES, SpanKind, startSpan, type Span } from '../../platform/tracing/tracing';
 
@@ -12,7 +13,7 @@ import { endSpan, recordSpanAttributes, isTracing, SPAN_ATTRIBUTES, SpanKind, st
  * The tables the sink fills, in the order a flush inserts them: a checkpoint row goes in only
  * after the leaves and nodes its proofs need.
  */
-export const SINK_TABLES = ['events', 'event_types', 'event_transitions', 'deliveries', 'logs', 'evidence_nodes', 'evidence_leaves', 'evidence_checkpoints'] as const;
+export const SINK_TABLES = ['events', 'event_types', 'event_transitions', 'deliveries', 'logs', 'dead_letters', 'dead_letter_replays', 'evidence_nodes', 'evidence_leaves', 'evidence_checkpoints'] as const;
 export type SinkTable = (typeof SINK_TABLES)[number];
 
 /** Columns named on insert where the JSON row is not the table's shape (an EPHEMERAL input). */
@@ -76,8 +77,9 @@ interface SinkInput {
 const STATE_FIELDS = ['event_id', 'tenant_id', 'ingester_id', 'correlation_id'] as const;
 
 /**
- * Copies events, transitions, delivery attempts, logs and the sealed evidence log into
- * ClickHouse, thousands of rows per insert and at most `flushMs` late. Offsets are committed
+ * Copies events, transitions, delivery attempts, logs, the dead letters of every stage with their
+ * replays, and the sealed evidence log into ClickHouse, thousands of rows per insert and at most
+ * `flushMs` late. Offsets are committed
  * only after the insert, and every table dedupes on its ORDER BY, so records consumed twice
  * leave one row. Once a delivered attempt's evidence is in (its leaf, the nodes of its proof
  * and the signed checkpoint: evidence `confirmed`) the delivery moves to `acked`.
@@ -92,6 +94,8 @@ export async function runSink(topics: Topics, writer: RowWriter, deps: RunnerDep
     [topics.deliveryCompleted, { record: 'DeliveryOutcome', table: 'deliveries' }],
     [topics.logs, { record: 'LogEntry', table: 'logs' }],
     [topics.evidenceLeaves, { record: 'EvidenceBatch', table: 'evidence_leaves' }],
+    [topics.eventsDlq, { record: 'DeadLetter', table: 'dead_letters' }],
+    [topics.eventsDlqReplays, { record: 'DeadLetterReplay', table: 'dead_letter_replays' }],
   ]);
   const inputs = consumerSpec(topics, 'sink').reads.map((topic) => {
     const into = tableOf.get(topic);
@@ -155,7 +159,7 @@ export async function runSink(topics: Topics, writer: RowWriter, deps: RunnerDep
   };
 
   /** Adds decoded records to the current buffer, synchronously: no flush can swap it midway. */
-  const appendRows = (input: SinkInput, topic: string, values: unknown[], times: number[], headers: RecordHeaders[]) => {
+  const appendRows = (input: SinkInput, topic: string, values: unknown[], times: number[], headers: RecordHeaders[], owners: LetterOwner[]) => {
     const { table } = input;
     // read once per batch: spans are made only while this process records them
     const tracing = isTracing();
@@ -212,6 +216,12 @@ export async function runSink(topics: Topics, writer: RowWriter, deps: RunnerDep
         case 'logs':
           rows.push(logRow(value as LogEntry));
           break;
+        case 'dead_letters':
+          rows.push(deadLetterRow(value as DeadLetter, owners[i]!));
+          break;
+        case 'dead_letter_replays':
+          rows.push(deadLetterReplayRow(value as DeadLetterReplay));
+          break;
       }
       buffer.count++;
     }
@@ -238,7 +248,9 @@ export async function runSink(topics: Topics, writer: RowWriter, deps: RunnerDep
       times.push(Number(message.timestamp));
       headers.push(message.headers);
     }
-    appendRows(input, batch.topic, values, times, headers);
+    // a dead letter is filed under the tenant its input names, read from the input's own bytes
+    const owners = input.table === 'dead_letters' ? await Promise.all(values.map((v) => ownerOfLetter(deps.codec, v as DeadLetter))) : [];
+    appendRows(input, batch.topic, values, times, headers, owners);
     const last = batch.lastOffset();
     batch.resolve(last);
     buffer.offsets.set(`${batch.topic}:${batch.partition}`, { topic: batch.topic, partition: batch.partition, offset: (BigInt(last) + 1n).toString() });

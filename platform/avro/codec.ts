@@ -97,6 +97,17 @@ export class AvroCodec {
     return decodeWith(writer, id, buffer) as RecordTypes[N];
   }
 
+  /**
+   * Bytes of any record, decoded with their writer schema, with that schema's name (`WebhookEvent`):
+   * for bytes whose record is not known beforehand (the input a dead letter carries). Fails as
+   * `decode` does.
+   */
+  async decodeNamed(buffer: Buffer): Promise<{ record: string; value: unknown }> {
+    const { id, writer } = await this.writerOf(buffer);
+    const name = writer.name ?? '';
+    return { record: name.slice(name.lastIndexOf('.') + 1), value: decodeWith(writer, id, buffer) };
+  }
+
   /** `decode` without a promise: undefined while the writer schema of the bytes is not known here. */
   decodeNow<N extends RecordName>(_name: N, buffer: Buffer): RecordTypes[N] | undefined {
     const id = wireSchemaId(buffer);

@@ -157,6 +157,19 @@ export interface DeadLetter {
   at: number;
 }
 
+/** A dead letter whose input record was written again where it was read (schemas/dead-letter-replay.avsc). */
+export interface DeadLetterReplay {
+  letter_id: string;
+  tenant_id: string;
+  stage: string;
+  source_topic: string;
+  source_partition: number;
+  source_offset: number;
+  event_id: string | null;
+  replayed_at: number;
+  replayed_by: string;
+}
+
 /** Which schema file describes which record. */
 export interface RecordTypes {
   LogEntry: LogEntry;
@@ -167,6 +180,7 @@ export interface RecordTypes {
   ConfigEntry: ConfigEntry;
   EvidenceBatch: EvidenceBatch;
   DeadLetter: DeadLetter;
+  DeadLetterReplay: DeadLetterReplay;
 }
 
 export type RecordName = keyof RecordTypes;
@@ -180,4 +194,5 @@ export const SCHEMA_FILES: Record<RecordName, string> = {
   LogEntry: 'log-entry.avsc',
   EvidenceBatch: 'evidence-batch.avsc',
   DeadLetter: 'dead-letter.avsc',
+  DeadLetterReplay: 'dead-letter-replay.avsc',
 };

@@ -18,7 +18,7 @@ import {
   type Happening,
   type OperationalEventType,
 } from '../../core/operational-events';
-import { CONFIG_VERSION_HEADER } from '../../pipeline/runtime/config-version';
+import { CONFIG_VERSION_HEADER } from '../../core/config-version';
 import type { AvroCodec } from '../avro/codec';
 import type { DeliveryTask, WebhookEvent } from '../avro/records';
 

@@ -6,7 +6,7 @@ import { deliveryKey, eventKey } from '../../core/record-keys';
 import type { Topics } from '../../core/topics';
 import type { AvroCodec } from '../avro/codec';
 import type { DeliveryTask, EventTransition } from '../avro/records';
-import { CONFIG_VERSION_HEADER } from '../../pipeline/runtime/config-version';
+import { CONFIG_VERSION_HEADER } from '../../core/config-version';
 import { beginTrace, endSpan, SPAN_ATTRIBUTES, SpanKind, traceLink } from '../tracing/tracing';
 
 export interface ReplayDeps {

@@ -193,6 +193,25 @@ describe('tenant isolation matrix', () => {
       await clientB.close();
     }
 
+    // a dead letter of B: its ingester's stored filters no longer compile (a lookahead, as an older
+    // version could store it), so the filter stage sets the event aside
+    const lettered = await asB('POST', '/ingesters', { name: `${tag} B lettered`, provider: 'github', config: { signing_secret: ingesterSecret }, filters: [{ type: 'header', name: 'x-tag', op: 'matches', pattern: '^t' }] });
+    expect(lettered.status).toBe(201);
+    b.ingester.push(lettered.body.id);
+    await svc.service.store.put({ ...svc.service.store.get('ingester', tenantB(), lettered.body.id)!, filters: [{ type: 'header', name: 'x-tag', op: 'matches', pattern: '^t(?=a)' }] });
+    const letteredBody = JSON.stringify({ action: 'opened', marker: `${tag}-dead-letter-b` });
+    const letteredRes = await fetch(`${svc.url}/v1/hooks/${lettered.body.id}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-tag': 'ta', 'x-github-event': 'issues', 'x-github-delivery': `${tag}-gh-lettered`, 'x-hub-signature-256': await sign(ingesterSecret, letteredBody) },
+      body: letteredBody,
+    });
+    expect(letteredRes.status).toBe(202);
+    const letteredEvent = ((await letteredRes.json()) as Json).event_id as string;
+    b.event.push(letteredEvent);
+    const letterB = await eventually('the dead letter of B', async () => ((await asB('GET', '/dead-letters')).body.dead_letters as Json[]).find((l) => l.event_id === letteredEvent), 60_000);
+    b.deadLetter = [letterB.id];
+    secretsOfB.push(`${tag} B lettered`, `${tag}-dead-letter-b`, `${tag}-gh-lettered`);
+
     // tenant A: its own objects beside
     const own = await svc.api('POST', `/v1/tenants/${svc.tenantId}/destinations`, { name: 'A own', url: `${ok.url}/a` });
     expect(own.status).toBe(201);

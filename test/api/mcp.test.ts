@@ -254,6 +254,38 @@ describe('MCP endpoint', () => {
     expect(saved).toMatchObject({ name: 'mcp payload', payload: { order: 7 } });
   }, 90_000);
 
+  it('list_dead_letters, get_dead_letter and replay_dead_letter: a record the filter stage set aside, put back once its filters compile', async () => {
+    const receiving = await startReceiver();
+    try {
+      const dest = await ok('create_destination', { name: 'mcp dead letters', url: receiving.url });
+      const ing = await ok('create_ingester', { name: 'mcp dead letters in', provider: 'none', destination_ids: [dest.id], filters: [{ type: 'header', name: 'x-tag', op: 'matches', pattern: '^t' }] });
+      // a lookahead, stored the way an older version could store it: the filter stage sets the event aside
+      const stored = svc.service.store.get('ingester', svc.tenantId, ing.id)!;
+      await svc.service.store.put({ ...stored, filters: [{ type: 'header', name: 'x-tag', op: 'matches', pattern: '^t(?=a)' }] });
+      const res = await fetch(`${svc.url}/v1/hooks/${ing.id}`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-tag': 'ta' }, body: '{"n":3}' });
+      const event = ((await res.json()) as Json).event_id as string;
+      const letter = await eventually('the dead letter listed', async () => (await ok('list_dead_letters', { stage: 'filter', limit: 50 })).dead_letters.find((l: Json) => l.event_id === event));
+      expect(letter).toMatchObject({ stage: 'filter', reason: expect.stringMatching(/^filter not evaluated: the ingester's filters are invalid/), resource_id: ing.id, replayed_at: null });
+      expect((await svc.api('GET', `${base()}/dead-letters?stage=filter&limit=50`)).body.dead_letters).toContainEqual(letter);
+      expect((await ok('list_dead_letters', { stage: 'deliver' })).dead_letters).toEqual([]);
+      expect(await ok('get_dead_letter', { dead_letter_id: letter.id })).toEqual((await svc.api('GET', `${base()}/dead-letters/${letter.id}`)).body);
+
+      await ok('update_ingester', { ingester_id: ing.id, name: 'mcp dead letters in', filters: [{ type: 'header', name: 'x-tag', op: 'matches', pattern: '^t' }] });
+      const replayed = await ok('replay_dead_letter', { dead_letter_id: letter.id, idempotency_key: 'mcp-dead-letter-1' });
+      expect(replayed).toMatchObject({ status: 'replayed', dead_letter_id: letter.id, stage: 'filter', event_id: event, written: { topic: svc.service.topics.received } });
+      // the same key and arguments: the first answer again; without it, a second replay is refused
+      expect(await ok('replay_dead_letter', { dead_letter_id: letter.id, idempotency_key: 'mcp-dead-letter-1' })).toEqual(replayed);
+      expect(problemOf(await call('replay_dead_letter', { dead_letter_id: letter.id }))).toMatchObject({ status: 409 });
+      const [request] = await receiving.waitForRequests(1);
+      expect(request!.body.toString()).toBe('{"n":3}');
+      await waitForStates(svc, event, ['replayed', 'delivered', 'acked'], 60_000);
+      // an ingester without verification would fail TRUST-008 below: it has done its part
+      await ok('delete_ingester', { ingester_id: ing.id });
+    } finally {
+      await receiving.close();
+    }
+  }, 90_000);
+
   it('create_api_key shows the plain key once; list_api_keys never; revoke_api_key stops it', async () => {
     const created = await ok('create_api_key', { name: 'mcp key', scopes: ['read:keys', 'write:keys'], idempotency_key: 'mcp-key-1' });
     expect(created).toMatchObject({ name: 'mcp key', status: 'active', revoked_at: null, api_key: expect.stringMatching(/^hlk_/) });

@@ -21,6 +21,8 @@ import { EvidenceStore } from '../../platform/evidence/store';
 import { savedPayloadsRouter } from '../../api/routes/saved-payloads';
 import { apiKeysRouter } from '../../api/routes/api-keys';
 import { eventTypesRouter } from '../../api/routes/event-types';
+import { deadLettersRouter } from '../../api/routes/dead-letters';
+import { DeadLetterStore } from '../../platform/clickhouse/dead-letters';
 import { keyIdOf } from '../../core/api-keys';
 import { mcpRouter, type McpRoutesDeps } from '../../api/routes/mcp';
 import { Logger } from '../../core/log';
@@ -68,6 +70,7 @@ const MISSING: Record<string, string> = {
   key_id: `key_${ULID}`,
   replay_id: `rpl_${ULID}`,
   event_type_id: `etp_${ULID}`,
+  dead_letter_id: `dlt_${ULID}`,
 };
 
 interface Answer {
@@ -311,6 +314,7 @@ describe('OpenAPI document', () => {
   let deadDeliveryId = '';
   let replayId = '';
   let eventTypeId = '';
+  let deadLetterId = '';
 
   const base = () => `/v1/tenants/${svc.tenantId}`;
   const log = new Logger('error');
@@ -508,7 +512,7 @@ describe('OpenAPI document', () => {
         if (isObject(op.requestBody)) expect(isObject(op.requestBody.content)).toBe(true);
       }
     }
-    expect(operationIds.size).toBe(57);
+    expect(operationIds.size).toBe(60);
   });
 
   it('documents every route the express app registers, with the scope each route checks', async () => {
@@ -526,6 +530,7 @@ describe('OpenAPI document', () => {
       ['/ingesters', ingestersRouter(store, svc.url, 50)],
       ['/deliveries', deliveriesRouter(svc.clickhouse, db)],
       ['/events', eventsRouter(svc.clickhouse, db, store, replay)],
+      ['/dead-letters', deadLettersRouter(new DeadLetterStore(svc.clickhouse, db), replay)],
       ['/delivery-flows', flowsRouter(store, 50)],
       ['/saved-payloads', savedPayloadsRouter(store)],
       ['/api-keys', apiKeysRouter(store, undefined)],
@@ -998,6 +1003,43 @@ describe('OpenAPI document', () => {
     expect(bodyOf(await call('getIdentity'))).toMatchObject({ tenant_id: svc.tenantId });
   });
 
+  it('dead letters', async () => {
+    // an ingester whose stored filters no longer compile, as an older version could store them: the filter stage sets its events aside
+    const ingester = bodyOf(await call('createIngester', {}, { json: { name: 'oas dead letters', provider: 'none', config: {}, filters: [{ type: 'header', name: 'x-tag', op: 'matches', pattern: '^t' }] } }));
+    const ingesterId = String(ingester.id);
+    const stored = svc.service.store.get('ingester', svc.tenantId, ingesterId)!;
+    await svc.service.store.put({ ...stored, filters: [{ type: 'header', name: 'x-tag', op: 'matches', pattern: '^t(?=a)' }] });
+    const events: string[] = [];
+    for (const n of [1, 2]) events.push(String(bodyOf(await call('receiveWebhook', { ingester_id: ingesterId }, { body: JSON.stringify({ dead: n }), headers: { 'content-type': 'application/json', 'x-tag': 'ta' } })).event_id));
+    const letters = await eventually('both dead letters listed', async () => {
+      const listed = (bodyOf(await call('listDeadLetters', {}, { query: 'stage=filter' })).dead_letters as Json[]).filter((l) => events.includes(String(l.event_id)));
+      return listed.length === 2 ? listed : undefined;
+    });
+    expect(letters.map((l) => l.event_id)).toEqual([...events].reverse());
+    deadLetterId = String(letters[0]!.id);
+    const page = await call('listDeadLetters', {}, { query: 'limit=1&stage=filter' });
+    expect((bodyOf(page).dead_letters as Json[]).map((l) => l.id)).toEqual([deadLetterId]);
+    const cursor = encodeURIComponent(String(bodyOf(page).next_cursor));
+    expect((bodyOf(await call('listDeadLetters', {}, { query: `limit=1&stage=filter&cursor=${cursor}` })).dead_letters as Json[]).map((l) => l.id)).toEqual([letters[1]!.id]);
+    expect(fields(await call('listDeadLetters', {}, { query: `limit=1&stage=route&cursor=${cursor}` }))).toEqual(['cursor']);
+    expect(fields(await call('listDeadLetters', {}, { query: 'from=soon&to=2000-01-01T00:00:00Z' }))).toEqual(['from']);
+    expectProblem(await call('listDeadLetters', {}, { query: 'stage=sink' }), 422, 'unprocessable-entity');
+    expect(bodyOf(await call('listDeadLetters', {}, { query: 'from=2100-01-01T00:00:00Z' })).dead_letters).toEqual([]);
+    expect(bodyOf(await call('listDeadLetters', {}, { key: limitedKey })).dead_letters).toEqual([]);
+
+    expect(bodyOf(await call('getDeadLetter', { dead_letter_id: deadLetterId }))).toMatchObject({ id: deadLetterId, stage: 'filter', resource_id: ingesterId, replayed_at: null });
+    expectProblem(await call('getDeadLetter', { dead_letter_id: MISSING.dead_letter_id! }), 404, 'not-found');
+    expectProblem(await call('getDeadLetter', { dead_letter_id: deadLetterId }, { key: limitedKey }), 403, 'permission-denied', { resource_id: ingesterId });
+
+    expectProblem(await call('replayDeadLetter', { dead_letter_id: deadLetterId }, { key: limitedKey }), 403, 'permission-denied', { resource_id: ingesterId });
+    expectProblem(await call('replayDeadLetter', { dead_letter_id: MISSING.dead_letter_id! }), 404, 'not-found');
+    await call('updateIngester', { ingester_id: ingesterId }, { json: { name: 'oas dead letters', filters: [{ type: 'header', name: 'x-tag', op: 'matches', pattern: '^t' }] } });
+    const replayed = await call('replayDeadLetter', { dead_letter_id: deadLetterId });
+    expect(replayed.status).toBe(202);
+    expect(bodyOf(replayed)).toMatchObject({ status: 'replayed', dead_letter_id: deadLetterId, event_id: events[1] });
+    expectProblem(await call('replayDeadLetter', { dead_letter_id: deadLetterId }), 409, 'conflict');
+  });
+
   it('the evidence surface under /v1/mcp answers as documented', async () => {
     const mcpOps = [...conf.operations.values()].filter((o) => (o.path.startsWith('/v1/mcp') && o.operationId !== 'getHealth') || o.path === '/v1/me');
     const ids: Record<string, Record<string, string>> = {
@@ -1111,7 +1153,7 @@ describe('OpenAPI document', () => {
 
   it('answers 403 write-tool-disabled for disabled write groups and 429 over the rate limit', async () => {
     for (const o of tenantOperations()) {
-      const params = isWrite(o) ? missingParams(o) : { ...missingParams(o), destination_id: destA, ingester_id: ingGeneric, flow_id: flowId, delivery_id: deadDeliveryId, payload_id: payloadId, key_id: keyIdOf(svc.apiKey)!, replay_id: replayId, event_type_id: eventTypeId, event_id: deadEventId };
+      const params = isWrite(o) ? missingParams(o) : { ...missingParams(o), destination_id: destA, ingester_id: ingGeneric, flow_id: flowId, delivery_id: deadDeliveryId, payload_id: payloadId, key_id: keyIdOf(svc.apiKey)!, replay_id: replayId, event_type_id: eventTypeId, event_id: deadEventId, dead_letter_id: deadLetterId };
       // the consistency route needs the size of a checkpoint that exists
       const query = o.operationId === 'getConsistencyProof' ? { query: `from=${checkpointSize}` } : {};
       const options = { target: locked.url, ...query, ...(isWrite(o) ? { json: {} } : {}) };

@@ -244,4 +244,45 @@ describe('dashboard', () => {
     expect(await page.evaluate("sessionStorage.getItem('hookline.apiKey')")).toBeNull();
     expect(problems).toEqual([]);
   }, 300_000);
+
+  it('lists a record a stage set aside with its stage and reason, and puts it back once its cause is fixed', async () => {
+    // an ingester whose stored filters no longer compile (a lookahead, as an older version could store it)
+    const made = await svc.api('POST', `${tenantPath()}/ingesters`, { name: 'Returns', provider: 'none', config: {}, destination_ids: [okDestination], filters: [{ type: 'header', name: 'x-tag', op: 'matches', pattern: '^t' }] });
+    expect(made.status).toBe(201);
+    await svc.service.store.put({ ...svc.service.store.get('ingester', svc.tenantId, made.body.id)!, filters: [{ type: 'header', name: 'x-tag', op: 'matches', pattern: '^t(?=a)' }] });
+    const res = await fetch(made.body.hook_url, { method: 'POST', headers: { 'content-type': 'application/json', 'x-tag': 'ta' }, body: JSON.stringify({ type: 'return.opened', rma: 77 }) });
+    expect(res.status).toBe(202);
+    const eventId = ((await res.json()) as Json).event_id as string;
+
+    problems.length = 0;
+    await page.goto(`${svc.url}/ui`);
+    await page.fill('#api-key', key);
+    await page.click('form.signin-card button[type="submit"]');
+    await page.locator(`[data-tenant="${svc.tenantId}"]`).waitFor();
+    const letter = page.locator(`table[data-table="dead-letters"] tr[data-event="${eventId}"]`);
+    await eventually('the dead letter in the table', async () => {
+      if ((await letter.count()) > 0) return true;
+      await page.click('[data-action="refresh-dead-letters"]');
+      await page.waitForTimeout(500);
+      return undefined;
+    }, 60_000, 0);
+    expect(await letter.locator('.pill').textContent()).toBe('filter');
+    expect(await letter.locator('td.reason').textContent()).toMatch(/^filter not evaluated: the ingester's filters are invalid/);
+
+    // fixed through the API, put back from the page: the event is delivered, and the letter says so
+    expect((await svc.api('PUT', `${tenantPath()}/ingesters/${made.body.id}`, { name: 'Returns', filters: [] })).status).toBe(200);
+    const before = ok.requests.length;
+    await letter.locator('[data-action="replay-dead-letter"]').click();
+    await page.locator('[data-result="dead-letter-replay"] [data-replay="replayed"]').waitFor();
+    const delivered = await ok.waitForRequests(before + 1);
+    expect(delivered.some((r) => r.body.toString().includes('"rma":77'))).toBe(true);
+    await eventually('the letter shown replayed', async () => {
+      if ((await letter.locator('[data-replayed]').count()) > 0) return true;
+      await page.click('[data-action="refresh-dead-letters"]');
+      await page.waitForTimeout(500);
+      return undefined;
+    }, 30_000, 0);
+    expect(await letter.locator('[data-action="replay-dead-letter"]').count()).toBe(0);
+    expect(problems).toEqual([]);
+  }, 120_000);
 });

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { CONSUMER_NAMES, consumerGroups, consumers, groupIdOf, stageIo, topicNames } from '../../core/topics';
+import { CONSUMER_NAMES, consumerGroups, consumers, groupIdOf, replayableTopics, stageIo, topicNames } from '../../core/topics';
 import { STAGE_NAMES } from '../../core/config';
 import { topology } from '../../service/topology';
 import { checkWrites } from '../../pipeline/runtime/stage';
@@ -24,18 +24,26 @@ describe('the registry of topics and consumers', () => {
   it('leaves no pipeline topic unread or unwritten, except the ones outside the stages', () => {
     const read = new Set(table.flatMap((c) => c.reads));
     const written = new Set(table.flatMap((c) => c.writes));
-    // config and the registry's own state are read by every process, logs written by every logger; the dead-letter topics wait for an operator
-    const outside = new Set([topics.config, topics.received, topics.logs, topics.deliveryDlq, topics.eventsDlq]);
+    // config and the registry's own state are read by every process, logs written by every logger;
+    // the delivery dead letters wait for an operator; replays of dead letters are written by the API and the command line
+    const outside = new Set([topics.config, topics.received, topics.logs, topics.deliveryDlq]);
+    const writtenOutside = new Set([topics.config, topics.received, topics.logs, topics.eventsDlqReplays]);
     for (const t of created) {
       if (t === topics.schemas) continue;
       if (!outside.has(t)) expect({ topic: t, read: read.has(t) }).toEqual({ topic: t, read: true });
-      if (t !== topics.config && t !== topics.received && t !== topics.logs) expect({ topic: t, written: written.has(t) }).toEqual({ topic: t, written: true });
+      if (!writtenOutside.has(t)) expect({ topic: t, written: written.has(t) }).toEqual({ topic: t, written: true });
     }
+  });
+
+  it('puts dead letters back only on the inputs of the stages', () => {
+    const replayable = replayableTopics(topics);
+    expect(replayable).toEqual(expect.arrayContaining([topics.received, topics.deliveryRequested, topics.deliveryHeld, topics.deliveryCompleted, ...topics.retryTiers.map((t) => t.topic)]));
+    for (const t of [topics.config, topics.transitions, topics.logs, topics.evidenceLeaves, topics.eventsDlq, topics.eventsDlqReplays, topics.deliveryDlq]) expect(replayable).not.toContain(t);
   });
 
   it('gives record stages one input and their declared outputs, and group ids under the prefix', () => {
     expect(stageIo(topics, 'filter', 'WebhookEvent')).toEqual({ name: 'filter', input: { topic: 'p.webhooks.validated', record: 'WebhookEvent' }, writes: ['p.webhooks.filtered', 'p.events.transitions', 'p.events.dlq'] });
-    expect(() => stageIo(topics, 'sink', 'WebhookEvent')).toThrow('consumer sink reads 7 topics, not one');
+    expect(() => stageIo(topics, 'sink', 'WebhookEvent')).toThrow('consumer sink reads 9 topics, not one');
     expect(groupIdOf('p.hookline.', 'deliver')).toBe('p.hookline.deliver');
     // filter and route run inside validate's group: the live checks measure the groups that exist
     expect(table.filter((c) => c.within).map((c) => [c.name, c.within])).toEqual([['filter', 'validate'], ['route', 'validate']]);

@@ -8,6 +8,7 @@ import { signInView } from './views/signin.js';
 import { Overview } from './views/overview.js';
 import { Deliveries } from './views/deliveries.js';
 import { DeliveryDetail } from './views/delivery.js';
+import { DeadLetters } from './views/dead-letters.js';
 
 const KEY_STORAGE = 'hookline.apiKey';
 const WINDOW_STORAGE = 'hookline.window';
@@ -51,6 +52,7 @@ function dashboard(api, me) {
     onOpen: (id) => open(id),
   });
   const deliveries = new Deliveries(api, { onSelect: (id) => open(id), destinationName: (id) => names.get(id) });
+  const deadLetters = new DeadLetters(api, { onReplayed: () => refresh() });
   const updated = h('span', { class: 'muted small', 'data-updated': '' });
 
   function open(id) {
@@ -63,6 +65,7 @@ function dashboard(api, me) {
     for (const d of overview.destinations) names.set(d.destination_id, d.name);
     deliveries.setDestinations(overview.destinations);
     if (deliveries.page === 0) await deliveries.refresh();
+    if (deadLetters.page === 0) await deadLetters.refresh();
     const now = new Date().toISOString();
     updated.textContent = `Updated ${dateTime(now).slice(11)}`;
     updated.dataset.updated = now;
@@ -91,7 +94,7 @@ function dashboard(api, me) {
       h('nav', { class: 'crumbs' }, h('span', { class: 'muted' }, 'Tenant'), h('span', { class: 'tenant', 'data-tenant': me.tenant_id }, me.tenant_id)),
       h('div', { class: 'topbar-right' }, updated, windowSelect, h('span', { class: 'key', title: `scopes: ${me.scopes.join(', ')}` }, me.name ? `${me.name} · ` : '', h('span', { class: 'mono' }, me.key_id)), h('button', { type: 'button', class: 'button ghost', onclick: signOut }, 'Sign out')),
     ),
-    h('div', { class: 'page' }, overview.element, h('div', { class: 'split' }, deliveries.element, detail.element)),
+    h('div', { class: 'page' }, overview.element, h('div', { class: 'split' }, deliveries.element, detail.element), deadLetters.element),
   );
   refresh();
   setInterval(() => {

@@ -2,6 +2,7 @@
 
 import { h, replace } from '../dom.js';
 import { localInputToIso, short, when } from '../format.js';
+import { CursorPager } from '../pager.js';
 
 const PAGE = 15;
 
@@ -21,8 +22,6 @@ export class Deliveries {
     this.api = api;
     this.onSelect = onSelect;
     this.destinationName = destinationName;
-    this.cursors = [null];
-    this.page = 0;
     this.selected = null;
     this.filters = {};
     this.fields = {
@@ -36,9 +35,16 @@ export class Deliveries {
     };
     this.message = h('p', { class: 'form-error', role: 'alert' });
     this.body = h('tbody', {});
-    this.newer = h('button', { type: 'button', class: 'button', onclick: () => this.go(this.page - 1) }, '← Newer');
-    this.older = h('button', { type: 'button', class: 'button', onclick: () => this.go(this.page + 1) }, 'Older →');
-    this.pageLabel = h('span', { class: 'muted small' });
+    this.pager = new CursorPager({
+      load: (cursor) => {
+        this.message.textContent = '';
+        return this.api.get('/deliveries', { ...this.filters, limit: PAGE, cursor });
+      },
+      show: (answer) => this.render(answer.deliveries),
+      fail: (err) => {
+        this.message.textContent = err.message;
+      },
+    });
     const form = h(
       'form',
       {
@@ -59,8 +65,13 @@ export class Deliveries {
       form,
       this.message,
       h('div', { class: 'table-wrap' }, h('table', { class: 'table rows', 'data-table': 'deliveries' }, h('thead', {}, h('tr', {}, ['Time', 'Status', 'Code', 'Destination', 'Event type', 'Delivery', '#'].map((t) => h('th', {}, t)))), this.body)),
-      h('footer', { class: 'pager' }, this.newer, this.pageLabel, this.older),
+      this.pager.element,
     );
+  }
+
+  /** The page shown, 0 the newest. */
+  get page() {
+    return this.pager.page;
   }
 
   /** The destinations the filter offers (from the stats). */
@@ -82,8 +93,7 @@ export class Deliveries {
       to: localInputToIso(f.to.value),
       q: f.q.value.trim(),
     };
-    this.cursors = [null];
-    return this.go(0);
+    return this.pager.restart();
   }
 
   reset(form) {
@@ -92,23 +102,7 @@ export class Deliveries {
   }
 
   refresh() {
-    return this.go(this.page);
-  }
-
-  async go(page) {
-    if (page < 0 || page >= this.cursors.length) return;
-    this.message.textContent = '';
-    let answer;
-    try {
-      answer = await this.api.get('/deliveries', { ...this.filters, limit: PAGE, cursor: this.cursors[page] });
-    } catch (err) {
-      this.message.textContent = err.message;
-      return;
-    }
-    this.page = page;
-    this.cursors.length = page + 1;
-    if (answer.next_cursor) this.cursors.push(answer.next_cursor);
-    this.render(answer.deliveries);
+    return this.pager.refresh();
   }
 
   select(id) {
@@ -117,9 +111,6 @@ export class Deliveries {
   }
 
   render(items) {
-    this.newer.disabled = this.page === 0;
-    this.older.disabled = this.page + 1 >= this.cursors.length;
-    this.pageLabel.textContent = `Page ${this.page + 1}`;
     if (items.length === 0) {
       replace(this.body, h('tr', {}, h('td', { colspan: 7, class: 'muted empty-row' }, 'No delivery attempts match.')));
       return;
