@@ -49,6 +49,15 @@ export async function handleRecord<S extends RecordStage>(stage: S, deps: Runner
   }
 }
 
+/**
+ * Encoded outputs to be produced again after a failure whose outcome is unknown (a request whose
+ * answer was lost may have been written): each says it may be a twin (UNCERTAIN_HEADER), so the
+ * stage that reads it checks whether its work was done, as for its own uncertain inputs.
+ */
+export function markSentAgain(encoded: readonly EncodedOutput[]): EncodedOutput[] {
+  return encoded.map((o) => ({ ...o, headers: { ...o.headers, [UNCERTAIN_HEADER]: '1' } }));
+}
+
 /** The outputs with UNCERTAIN_HEADER among their headers. */
 function markUncertain(outputs: AnyOutput[]): AnyOutput[] {
   return outputs.map((o) => ({ ...o, headers: { ...o.headers, [UNCERTAIN_HEADER]: '1' } }) as AnyOutput);
@@ -96,10 +105,13 @@ async function mapInOrder<T, R>(items: T[], limit: number, fn: (item: T) => Prom
  * fails the batch as before, and it is consumed again (at-least-once).
  */
 export async function sendDecided(batch: ConsumedBatch, consuming: Consuming, encoded: readonly EncodedOutput[]): Promise<void> {
+  let outputs = encoded;
   for (let attempt = 1; ; attempt++) {
     try {
-      return await consuming.send(encoded);
+      return await consuming.send(outputs);
     } catch (err) {
+      // the failed request may have been written all the same: what is sent again may be a twin
+      if (attempt === 1) outputs = markSentAgain(outputs);
       if (consuming.stopped() || !batch.active() || !isRetriableKafkaError(err)) throw err;
       consuming.log.warn('outputs not acknowledged; producing them again', { attempt, topic: batch.topic, partition: batch.partition, error: errorMessage(err) });
       await backoff(attempt);

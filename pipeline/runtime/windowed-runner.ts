@@ -2,7 +2,7 @@ import { errorMessage } from '../../core/log';
 import type { RecordName, RecordTypes } from '../../platform/avro/records';
 import { consume, type ConsumedBatch, type Consuming, type EncodedOutput, type RunnerDeps, type RunningStage } from './consume';
 import { requiredVersion, stampVersion } from './config-version';
-import { backoff, contextOf, handleRecord } from './run-stage';
+import { backoff, contextOf, handleRecord, markSentAgain } from './run-stage';
 import { recordTraceOf } from '../../platform/tracing/trace-context';
 import type { RecordStage, StageContext } from './stage';
 
@@ -105,11 +105,14 @@ export async function runWindowedStage<N extends RecordName>(stage: RecordStage<
   };
 
   const produce = async (consuming: Consuming, encoded: EncodedOutput[]) => {
+    let outputs = encoded;
     for (let attempt = 1; ; attempt++) {
       try {
-        return await consuming.send(encoded);
+        return await consuming.send(outputs);
       } catch (err) {
         if (consuming.stopped()) throw err;
+        // the failed request may have been written all the same: what is sent again may be a twin
+        if (attempt === 1) outputs = markSentAgain(outputs);
         consuming.log.error('outputs not acknowledged; producing again', { attempt, error: errorMessage(err) });
         await backoff(attempt);
       }

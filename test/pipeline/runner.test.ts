@@ -96,14 +96,13 @@ describe.each(runners)('%s', (_, run) => {
 
   it('produces the same outputs again after a retriable failure, without handling the records again', async () => {
     const { input, output, group } = await topicsFor(2);
-    await fill(input, 20, 2);
     const real = new BatchingProducer(producer);
-    let refused = 0;
-    // the first three produce calls fail as a broker going away does (or the producer being replaced)
+    let refusing = 0;
+    // while armed, produce calls fail as a broker going away does (or the producer being replaced)
     const outputs = {
       send: async (batch: Parameters<BatchingProducer['send']>[0]) => {
-        if (refused < 3) {
-          refused++;
+        if (refusing > 0) {
+          refusing--;
           throw new ProducerRenewingError();
         }
         return real.send(batch);
@@ -112,13 +111,25 @@ describe.each(runners)('%s', (_, run) => {
     const handled = new Map<string, number>();
     const count = async (e: WebhookEvent) => void handled.set(e.event_id, (handled.get(e.event_id) ?? 0) + 1);
     running.push(await run(copyStage(input, output, count), { kafka, outputs, codec, log: new Logger('error'), groupPrefix: group }));
-    await eventually('every input committed', async () => (await committed(group, input)) === 20 || undefined, 30_000);
-    expect(refused).toBe(3);
+    // a first record on each partition, so that what follows is new to the group (not uncertain)
+    const first = await Promise.all([100, 101].map((i) => codec.encode(input, 'WebhookEvent', event(i))));
+    await producer.send({ topic: input, acks: -1, messages: first.map((value, p) => ({ key: `first${p}`, value, partition: p })) });
+    await eventually('the first records handled', async () => (await committed(group, input)) === 2 || undefined, 30_000);
+    refusing = 1;
+    await fill(input, 20, 2);
+    await eventually('every input committed', async () => (await committed(group, input)) === 22 || undefined, 30_000);
+    expect(refusing).toBe(0);
     expect([...handled.values()].every((n) => n === 1)).toBe(true);
-    expect(handled.size).toBe(20);
-    const keys = (await readTopic(kafka, output)).map((r) => r.key?.toString());
+    expect(handled.size).toBe(22);
+    const records = (await readTopic(kafka, output)).filter((r) => !['evt_100', 'evt_101'].includes(r.key?.toString() ?? ''));
+    const keys = records.map((r) => r.key?.toString());
     expect(keys.length).toBe(20);
     expect(new Set(keys).size).toBe(20);
+    // what was produced again says it may be a twin (a refused request may have been written);
+    // what went out at the first try does not
+    const twins = records.filter((r) => r.headers[UNCERTAIN_HEADER] !== undefined).length;
+    expect(twins).toBeGreaterThan(0);
+    expect(twins).toBeLessThan(20);
   });
 
   it('calls uncertain the records a previous owner may have handled, and says so on their outputs', async () => {
