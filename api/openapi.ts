@@ -1,3 +1,4 @@
+import { maxHeaderSize } from 'node:http';
 import { QUOTA_KINDS } from '../core/quotas';
 import packageJson from '../package.json';
 import { LOG_LEVELS } from '../core/config';
@@ -93,6 +94,7 @@ const PROBLEM_SCHEMA_OF: Record<Exclude<ErrorSlug, 'method-not-allowed'>, string
   'payload-too-large': 'PayloadTooLargeProblem',
   'unsupported-media-type': 'UnsupportedMediaTypeProblem',
   'unprocessable-entity': 'UnprocessableEntityProblem',
+  'request-header-fields-too-large': 'RequestHeaderFieldsTooLargeProblem',
   'rate-limit-exceeded': 'RateLimitProblem',
   'internal-error': 'InternalErrorProblem',
   'service-unavailable': 'ServiceUnavailableProblem',
@@ -156,6 +158,7 @@ function problemSchemas(errorBase: string): Json {
     UnprocessableEntityProblem: p('unprocessable-entity', 'A well-formed request with a value the API cannot use: an unknown `status` or `level` filter, or a body member that is well-formed but refused (each such member is named in `errors`).', {
       properties: { errors: { type: 'array', minItems: 1, items: schema('FieldError') } },
     }),
+    RequestHeaderFieldsTooLargeProblem: p('request-header-fields-too-large', `The request line and headers together are larger than the server accepts (Node's limit, ${maxHeaderSize} bytes by default); refused before any route runs, so on every path.`),
     RateLimitProblem: p('rate-limit-exceeded', 'The API key sent more requests to this route than its limit allows (`RATE_LIMITS`). The `Retry-After` header carries the same number of seconds.', {
       properties: { retry_after_seconds: { type: 'integer', minimum: 1 } },
       required: ['retry_after_seconds'],
@@ -1238,6 +1241,7 @@ function responses(): Json {
     PayloadTooLarge: tenantError(`payload-too-large: the request body is larger than ${MAX_JSON_BODY}.`, ['payload-too-large']),
     UnsupportedMediaType: tenantError('unsupported-media-type: a request body (on any method) that is not `application/json` or `*+json`, or in an unsupported encoding or charset.', ['unsupported-media-type']),
     UnprocessableEntity: tenantError('unprocessable-entity: a query value the API does not know.', ['unprocessable-entity']),
+    RequestHeaderFieldsTooLarge: { description: 'request-header-fields-too-large: the request line and headers are larger than the server accepts; answered before any route, with `Connection: close`.', headers: headerRefs(['X-Request-Id']), content: problemContent(['request-header-fields-too-large']) },
     TooManyRequests: tenantError('rate-limit-exceeded: over the rate limit of this API key and route; `Retry-After` and `retry_after_seconds` say when to try again. Never stored as the answer to an `Idempotency-Key`.', ['rate-limit-exceeded'], ['Retry-After']),
     InternalError: tenantError('internal-error: an unexpected error, e.g. Kafka or ClickHouse failing during the request.', ['internal-error']),
     ServiceUnavailable: tenantError('service-unavailable: the service is starting, or the idempotency store is unreachable.', ['service-unavailable']),
@@ -1854,7 +1858,7 @@ const API_DESCRIPTION = `Webhook ingestion and delivery on Apache Kafka. Webhook
 
 **Order of checks** on tenant routes: service ready (503), authentication (401), tenant (404), rate limit (429), JSON body (415, 413, 400), Idempotency-Key (400, 409, 503), scope and write group (403), then the operation's own checks.
 
-**Errors** are RFC 9457 problem documents (\`application/problem+json\`) with \`type\` \`<ERROR_BASE>/errors/<slug>\`, \`title\`, \`status\`, \`detail\`, \`instance\` (the request id, also sent as \`X-Request-Id\`), and the extra members of their type. 400 validation-error lists every problem in \`errors\` ([{field, message}]); an unknown value of a query filter (\`status\`, \`level\`) is 422.
+**Errors** are RFC 9457 problem documents (\`application/problem+json\`) with \`type\` \`<ERROR_BASE>/errors/<slug>\`, \`title\`, \`status\`, \`detail\`, \`instance\` (the request id, also sent as \`X-Request-Id\`), and the extra members of their type. 400 validation-error lists every problem in \`errors\` ([{field, message}]); an unknown value of a query filter (\`status\`, \`level\`) is 422. A request whose line and headers exceed ${maxHeaderSize} bytes is answered 431 request-header-fields-too-large on every path, before any route or check.
 
 **Lists** answer an envelope: the items under a resource-named member (\`destinations\`, \`ingesters\`, \`delivery_flows\`, \`deliveries\`, \`saved_payloads\`, \`api_keys\`, \`logs\`) and \`next_cursor\` (an opaque string, \`null\` on the last page). \`limit\` is 1 to ${MAX_LIMIT} (default ${DEFAULT_LIMIT}). A cursor is bound to the filters it was issued with. Configuration lists are in creation order; deliveries and logs newest first. Deliveries list one item per attempt.
 
@@ -1865,6 +1869,17 @@ const API_DESCRIPTION = `Webhook ingestion and delivery on Apache Kafka. Webhook
 **Request bodies** of tenant routes are JSON only (\`application/json\` or \`*+json\`, at most ${MAX_JSON_BODY}); members the API does not know are refused (400 validation-error naming each); members a GET shows that the service sets (\`id\`, \`created_at\`, ...) are accepted back and left as stored, so an object read can be sent back as it was.
 
 **Evidence surface.** Routes under \`/v1/mcp/\` take the same keys; the key's own tenant is implied. \`POST /v1/mcp\` is a Model Context Protocol server (Streamable HTTP) whose tools mirror these routes and add live runtime and trust proofs.`;
+
+/** Node's parser refuses oversized headers before any route runs: every operation may answer 431. */
+function withHeaderLimit(paths: Json): Json {
+  for (const item of Object.values(paths) as Json[]) {
+    for (const op of Object.values(item) as Json[]) {
+      // beside the operations a path item may hold its `parameters`, `summary`, `description`
+      if (typeof op.operationId === 'string') (op.responses as Json)['431'] = ref('responses', 'RequestHeaderFieldsTooLarge');
+    }
+  }
+  return paths;
+}
 
 /** The component each operation's JSON request body is, by operationId: what the routes validate the body with. */
 export function requestBodyComponents(doc: Record<string, unknown>): Record<string, string> {
@@ -1909,7 +1924,7 @@ export function openApiDocument(options: { errorBase: string; serverUrl?: string
       { name: 'Evidence surface', description: 'The read-oriented surface under /v1/mcp: the MCP endpoint, planes, delivery status, evidence and logs by resource, all measured live.' },
       { name: 'Meta', description: 'This document.' },
     ],
-    paths: { ...publicPaths(), ...mcpPaths(), ...tenantPaths() },
+    paths: withHeaderLimit({ ...publicPaths(), ...mcpPaths(), ...tenantPaths() }),
     components: {
       schemas: schemas(errorBase),
       responses: responses(),

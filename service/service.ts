@@ -8,7 +8,7 @@ import { startReplayJobs } from '../platform/replay/job-runner';
 import type { Kafka, Producer } from 'kafkajs';
 import { createApp, type ApiServices } from '../api/app';
 import type { BuildInfo } from '../api/routes/health';
-import { writeProblem } from '../api/problem';
+import { parserRefusalAnswer, writeProblem } from '../api/problem';
 import type { Config, StageName } from '../core/config';
 import { Logger, errorMessage, logOutput } from '../core/log';
 import { newId } from '../core/ids';
@@ -149,12 +149,9 @@ export async function startService(config: Config, log = new Logger(config.logLe
       const listener = hookFastPath(() => ingestDeps, app, (err, _req, res, requestId) => writeProblem(res, errorBase(), err, requestId, log));
       const server = http.createServer({ keepAliveTimeout: 65_000 }, listener);
       server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
-        // requests Node's parser refuses (unknown method, bad header) still get a problem document
+        // requests Node's parser refuses (unknown method, bad or oversized headers) still get a problem document
         if (!socket.writable) return socket.destroy();
-        const status = 400;
-        const requestId = newId('request');
-        const body = JSON.stringify({ type: `${errorBase()}/errors/validation-error`, title: 'Validation error', status, detail: 'the request could not be parsed as HTTP', instance: requestId, errors: [{ field: 'request', message: 'is not valid HTTP' }] });
-        socket.end(`HTTP/1.1 ${status} Bad Request\r\nContent-Type: application/problem+json\r\nX-Request-Id: ${requestId}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+        socket.end(parserRefusalAnswer(errorBase(), err, newId('request')));
       });
       await new Promise<void>((resolve, reject) => {
         server.once('error', reject);

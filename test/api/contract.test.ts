@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { maxHeaderSize } from 'node:http';
 import { newId, ulid } from '../../core/ids';
 import { SCOPES, type Scope } from '../../core/scopes';
 import type { ErrorSlug } from '../../core/errors';
@@ -885,6 +886,16 @@ describe('API contract: every route and every answer that applies', () => {
       const res = await rawRequest(svc.url, { method: 'FROB', path: `${base()}/destinations`, headers: { authorization: `Bearer ${svc.apiKey}` } });
       expect(res.status).toBe(400);
       expect(problemViolations(res, errorBase())).toEqual([]);
+    });
+
+    it('a request whose headers exceed the server\'s limit is a 431 problem, not a 400', async () => {
+      const headers = { authorization: `Bearer ${svc.apiKey}`, 'x-padding': 'x'.repeat(maxHeaderSize) };
+      const res = await rawRequest(svc.url, { method: 'GET', path: `${base()}/destinations`, headers });
+      expectProblem(res, 431, 'request-header-fields-too-large', errorBase());
+      expect(res.headers.connection).toBe('close');
+      // just under the limit the same request is answered by the route
+      const under = await rawRequest(svc.url, { method: 'GET', path: `${base()}/destinations`, headers: { ...headers, 'x-padding': 'x'.repeat(maxHeaderSize - 1024) } });
+      expect(under.status).toBe(200);
     });
   });
 

@@ -1154,6 +1154,15 @@ describe('OpenAPI document', () => {
     }
   });
 
+  it('answers request headers over the server\'s limit with 431 on every operation, before any route', async () => {
+    const oversized = { 'x-padding': 'x'.repeat(http.maxHeaderSize) };
+    for (const o of conf.operations.values()) {
+      // the parser refuses before routing: the ids need not exist
+      const params = Object.fromEntries([...o.path.matchAll(/\{(\w+)\}/g)].map((m) => [m[1]!, MISSING[m[1]!] ?? 'x']));
+      expectProblem(await call(o.operationId, params, { headers: oversized }), 431, 'request-header-fields-too-large');
+    }
+  });
+
   it('refuses answers that drift from the document', () => {
     const destination = { id: `dst_${ULID}`, name: 'n', url: 'http://127.0.0.1:9/x', status: 'active', enabled: true, created_at: '2026-01-02T03:04:05.678Z', updated_at: '2026-01-02T03:04:05.678Z', disabled_reason: null, retry_schedule_ms: null, auth: null, rate_limit_per_s: null, ordered: false, event_types: null, filter: null, previous_secret_expires_at: null };
     const headers = { 'content-type': 'application/json; charset=utf-8', 'x-request-id': `req_${ULID}`, etag: '"7"' };
