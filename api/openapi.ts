@@ -296,8 +296,8 @@ const authSecret = (what: string, spaces = true): Json => ({
   ...(spaces
     ? { pattern: '^[\\x21-\\x7e]([\\x20-\\x7e]*[\\x21-\\x7e])?$', 'x-pattern-message': 'must be printable ASCII without leading or trailing spaces' }
     : { pattern: '^[\\x21-\\x7e]+$', 'x-pattern-message': 'must be printable ASCII without spaces' }),
-  description: `${what}: printable ASCII, ${AUTH_LIMITS.secretMin} to ${AUTH_LIMITS.secret} characters. Stored encrypted; shown masked (\`****\` and its last 4 characters).` });
-const masked: Json = { type: 'string', pattern: '^\\*{4}[\\s\\S]{0,4}$', description: '`****` and the last 4 characters of the secret.' };
+  description: `${what}: printable ASCII, ${AUTH_LIMITS.secretMin} to ${AUTH_LIMITS.secret} characters. Stored encrypted; shown masked (\`****\` and its last 4 characters at most, never more than a quarter of it).` });
+const masked: Json = { type: 'string', pattern: '^\\*{4}[\\s\\S]{0,4}$', description: '`****` and the last characters of the secret: never more than a quarter of it, at most 4 (`****` alone under 4 characters).' };
 const authVariants = (secretOf: (what: string, spaces?: boolean) => Json): Json[] => [
   { type: 'object', title: 'basic', required: ['type', 'username', 'password'], additionalProperties: false, properties: { type: { const: 'basic' }, username: { type: 'string', minLength: 1, maxLength: AUTH_LIMITS.username, pattern: '^[\\x20-\\x39\\x3b-\\x7e]+$', 'x-pattern-message': 'must be printable ASCII without ":"', description: 'Printable ASCII without ":".' }, password: secretOf('The password') }, description: '`Authorization: Basic base64(username:password)` on every delivery.' },
   { type: 'object', title: 'bearer', required: ['type', 'token'], additionalProperties: false, properties: { type: { const: 'bearer' }, token: secretOf('The token (no spaces)', false) }, description: '`Authorization: Bearer <token>` on every delivery.' },
@@ -455,7 +455,7 @@ function ingesterSchemas(): Json {
     },
     MaskedProviderConfig: {
       type: 'object',
-      description: 'The provider settings as the API shows them: the value of every member whose name contains secret, token, password or key (any case) is masked as `****` and its last four characters (arrays item by item); other members are shown as stored.',
+      description: 'The provider settings as the API shows them: the value of every member whose name contains secret, token, password or key (any case) is masked as `****` and its last characters, never more than a quarter of the value and at most four (arrays item by item); other members are shown as stored.',
       patternProperties: { [SECRET_KEY_PATTERN]: { anyOf: [maskedValue, { type: 'array', items: maskedValue }] } },
     },
     IngesterOrdered: {

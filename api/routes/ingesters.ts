@@ -16,7 +16,7 @@ import { MASK, maskValue, SECRET_FIELDS } from '../../core/secrets/fields';
 /** Config members whose values are secrets: masked in answers, looked for in TRUST-006's scan. */
 export { SECRET_FIELDS };
 
-/** Provider settings as the API shows them: every secret reduced to its last four characters. */
+/** Provider settings as the API shows them: every secret masked (`maskValue`). */
 export function maskConfig(config: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(config)) out[k] = SECRET_FIELDS.test(k) ? (Array.isArray(v) ? v.map(maskValue) : maskValue(v)) : v;
