@@ -34,8 +34,11 @@ export function unmaskConfig(next: Record<string, unknown>, previous: Record<str
     const old = previous[k];
     if (typeof v === 'string' && v.startsWith(MASK) && typeof old === 'string' && maskValue(old) === v) out[k] = old;
     if (Array.isArray(v) && Array.isArray(old)) {
-      out[k] = v.map((item) => {
+      out[k] = v.map((item, i) => {
         if (typeof item !== 'string' || !item.startsWith(MASK)) return item;
+        // short secrets may share a mask: an array sent back as shown keeps each in its place
+        const same = old[i];
+        if (typeof same === 'string' && maskValue(same) === item) return same;
         return old.find((o) => typeof o === 'string' && maskValue(o) === item) ?? item;
       });
     }
