@@ -6,7 +6,7 @@ import { STATUS_OF, TITLE_OF, type ErrorSlug } from '../core/errors';
 import { HEADER_VALUE_OPS, MAX_DEPTH, MAX_NAME_LENGTH, MAX_PATH_SEGMENTS, MAX_PATTERN_LENGTH, MAX_RULES, MAX_STRING_LENGTH, MAX_TOTAL_PROGRAM_SIZE, MAX_VALUES, PRESENCE_OPS } from '../core/filters';
 import { MAX_PROGRAM_SIZE } from '../core/regex';
 import { AUTH_LIMITS } from '../core/destination-auth';
-import { CHANGE_ACTIONS } from '../core/destination-changes';
+import { CHANGE_ACTIONS, DELIVERY_STAGE_ACTOR } from '../core/destination-changes';
 import { ID_PREFIX } from '../core/ids';
 import { PROVIDERS } from '../core/model';
 import { DEFAULT_TOLERANCE_SECONDS, GENERIC_ALGORITHMS, GENERIC_ENCODINGS, MAX_TOLERANCE_SECONDS } from '../core/providers';
@@ -276,14 +276,29 @@ function destinationChangeSchemas(): Json {
     ChangeId: typedId('change', 'a change of a destination'),
     DestinationChange: {
       type: 'object',
-      description: 'One change of a destination: who made it, when, and each member that moved. Credentials are shown masked; signing secrets never appear (a rotation shows `previous_secret_expires_at`).',
-      required: ['id', 'at', 'actor', 'action', 'changes'],
+      description: 'One change of a destination: who made it, when, why when the service made it itself, and each member that moved. Credentials are shown masked; signing secrets never appear (a rotation shows `previous_secret_expires_at`).',
+      required: ['id', 'at', 'actor', 'action', 'changes', 'cause'],
       properties: {
         id: schema('ChangeId'),
         at: schema('Timestamp'),
-        actor: { ...schema('ApiKeyId'), description: 'The API key that made the change.' },
+        actor: {
+          description: `The API key that made the change, or \`${DELIVERY_STAGE_ACTOR}\`: the delivery stage, which disables a destination whose receiver answered 410 Gone (action \`disabled\`, with \`cause\`).`,
+          anyOf: [schema('ApiKeyId'), { type: 'string', const: DELIVERY_STAGE_ACTOR }],
+        },
         action: { type: 'string', enum: [...CHANGE_ACTIONS] },
         changes: { type: 'object', additionalProperties: memberChange, description: 'By member: its value before (`from`) and after (`to`), as a GET shows values.' },
+        cause: {
+          description: 'Why the service made the change itself: the delivery attempt whose answer (`response_code`, 410) disabled the destination. `null` for a change made through the API.',
+          anyOf: [
+            {
+              type: 'object',
+              required: ['delivery_id', 'event_id', 'attempt_number', 'response_code'],
+              properties: { delivery_id: schema('DeliveryId'), event_id: schema('EventId'), attempt_number: { type: 'integer', minimum: 1 }, response_code: { type: ['integer', 'null'] } },
+              additionalProperties: false,
+            },
+            { type: 'null' },
+          ],
+        },
       },
       additionalProperties: false,
     },
@@ -1377,7 +1392,7 @@ function destinationChangePaths(P: string, tenant: Json, destinationId: Json, li
       parameters: [tenant, destinationId],
       get: tenantOperation({
         operationId: 'listDestinationChanges', summary: 'History of a destination', tag: 'Destinations', scope: 'read:destinations', rateLimitRoute: `GET ${T}/destinations/:id/changes`,
-        description: 'Every change of the destination made through the API, newest first: created, updated, paused, resumed, secret_rotated, deleted, with the API key that made it and each member\'s value before and after (credentials masked, signing secrets never). A deleted destination keeps its history. Paged like the other lists.',
+        description: `Every change of the destination, newest first: those made through the API (created, updated, paused, resumed, secret_rotated, deleted) with the API key that made them, and its disabling by the delivery stage when its receiver answered 410 Gone (disabled, actor \`${DELIVERY_STAGE_ACTOR}\`, \`cause\` naming the delivery attempt), each with every member's value before and after (credentials masked, signing secrets never). A deleted destination keeps its history. Paged like the other lists.`,
         parameters: listParams, success: { '200': ok('One page of changes.', 'DestinationChangeList') }, forbidden: 'ForbiddenReadResource', notFound: 'no such destination (and no history of one)',
       }),
     },

@@ -35,6 +35,7 @@ import { createGuardedAgent, isSsrfRefusal } from '../platform/http/guarded-agen
 import { refusalOfDestination } from '../platform/http/destination-check';
 import { discoverOwnListeners } from './own-listeners';
 import type { DestinationPort } from '../pipeline/deliver/stage';
+import type { Destination } from '../core/model';
 import { runDelayTiers } from '../pipeline/retry/delay-stage';
 import { runRelease } from '../pipeline/release/stage';
 import { Pacer } from '../pipeline/deliver/pace';
@@ -310,10 +311,13 @@ export async function startService(config: Config, log = new Logger(config.logLe
         disable: async (d, reason) => {
           // the attempt took time: start from the latest version, and never recreate a deleted one
           const current = store.get('destination', d.tenant_id, d.id) ?? d;
-          const applied = await store.update({ ...current, status: 'disabled', disabled_reason: reason, updated_at: new Date().toISOString() });
+          // another delivery's 410 disabled it first: that one is its change
+          if (current.status === 'disabled') return undefined;
+          const next: Destination = { ...current, status: 'disabled', disabled_reason: reason, updated_at: new Date().toISOString() };
+          const applied = await store.update(next);
           if (applied) log.warn('destination disabled', { tenant_id: d.tenant_id, destination_id: d.id, reason });
           else log.info('destination deleted before it could be disabled', { tenant_id: d.tenant_id, destination_id: d.id, reason });
-          return applied;
+          return applied ? { before: current, after: next } : undefined;
         },
       };
       const pacer = new Pacer(new RedisSendSlots(redis, config.topicPrefix), { shortWaitMs: config.deliveryRateWaitMs + (topics.retryTiers[0]?.delayMs ?? 0), lateMs: 1_000, unreachableWaitMs: 1_000 });

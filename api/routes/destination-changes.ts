@@ -29,7 +29,7 @@ export function changeRecorder(log: DestinationChangeLog, logger?: Logger): Chan
   return async (key, before, after, rotated = false) => {
     const d = (after ?? before)!;
     const at = new Date().toISOString();
-    const change = { id: newId('change'), tenant_id: d.tenant_id, destination_id: d.id, at, actor: key.id, action: actionOf(before, after, rotated), changes: changedMembers(before, after) };
+    const change = { id: newId('change'), tenant_id: d.tenant_id, destination_id: d.id, at, actor: key.id, action: actionOf(before, after, rotated), changes: changedMembers(before, after), cause: null };
     try {
       await log.record(change);
     } catch (err) {
