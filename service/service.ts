@@ -123,8 +123,8 @@ export async function startService(config: Config, log = new Logger(config.logLe
   try {
     // first in, so that it stops last: spans of the stopping stages are still sent
     if (config.tracing.endpoint) {
-      const { endpoint, serviceName, headers, timeoutMs } = config.tracing;
-      cleanups.push(startTracing({ endpoint, serviceName, serviceVersion: buildInfo().version, headers: headers.reveal(), timeoutMs }));
+      const { endpoint, serviceName, headers } = config.tracing;
+      cleanups.push(startTracing({ ...config.tracing, endpoint, serviceVersion: buildInfo().version, headers: headers.reveal() }));
       // the host and the headers' names only: the URL and the headers' values may hold credentials
       log.info('exporting traces', { collector: URL.parse(endpoint)?.host, service_name: serviceName, header_names: Object.keys(headers.reveal()) });
     }

@@ -1,8 +1,10 @@
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, createTraceState, trace, type Attributes, type Link, type Span, type TimeInput, type Tracer } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
-import { BasicTracerProvider, BatchSpanProcessor, SimpleSpanProcessor, type SpanExporter, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { readFileSync } from 'node:fs';
+import { AlwaysOffSampler, AlwaysOnSampler, BasicTracerProvider, BatchSpanProcessor, ParentBasedSampler, SimpleSpanProcessor, TraceIdRatioBasedSampler, type Sampler, type SpanExporter, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { ATTR_ERROR_TYPE, ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
+import type { TracingConfig } from '../../core/config';
 import { newTraceparent, parentIdOf, traceIdOf, type TraceHeaders } from './trace-context';
 
 export { SpanKind, SpanStatusCode, type Span };
@@ -50,16 +52,16 @@ export function recordSpanAttributes(topic: string, ids: DeliveryIds): Attribute
 let tracer: Tracer | undefined;
 let provider: BasicTracerProvider | undefined;
 
-export interface TracingOptions {
+/** What the tracer is built from: the configuration's (core/config.ts), with the endpoint and the headers as values. */
+export interface TracingOptions extends Omit<TracingConfig, 'endpoint' | 'headers'> {
   /** The OTLP/HTTP traces endpoint (`.../v1/traces`). */
   endpoint: string;
-  serviceName: string;
   serviceVersion?: string;
   /** Headers of every export request (a hosted collector's credentials). */
-  headers?: Readonly<Record<string, string>>;
-  /** Longest wait for one export request, ms. */
-  timeoutMs?: number;
+  headers: Readonly<Record<string, string>>;
 }
+
+type ExporterConfig = NonNullable<ConstructorParameters<typeof OTLPTraceExporter>[0]>;
 
 /** The variables the exporter would read headers from itself (core/config.ts has read them). */
 const HEADER_VARIABLES = ['OTEL_EXPORTER_OTLP_HEADERS', 'OTEL_EXPORTER_OTLP_TRACES_HEADERS'] as const;
@@ -74,16 +76,35 @@ function otlpExporter(options: TracingOptions): OTLPTraceExporter {
   const saved = HEADER_VARIABLES.map((name) => [name, process.env[name]] as const);
   for (const name of HEADER_VARIABLES) delete process.env[name];
   try {
-    return new OTLPTraceExporter({ url: options.endpoint, headers: { ...options.headers }, timeoutMillis: options.timeoutMs });
+    const { ca, cert, key } = options.tls;
+    return new OTLPTraceExporter({
+      url: options.endpoint,
+      headers: { ...options.headers },
+      timeoutMillis: options.timeoutMs,
+      compression: options.compression as ExporterConfig['compression'],
+      // given whole, so that the exporter reads no certificate variable itself
+      httpAgentOptions: { keepAlive: true, ...(ca ? { ca: readFileSync(ca) } : {}), ...(cert && key ? { cert: readFileSync(cert), key: readFileSync(key) } : {}) },
+    });
   } finally {
     for (const [name, value] of saved) if (value !== undefined) process.env[name] = value;
   }
 }
 
-function install(processor: SpanProcessor, serviceName: string, serviceVersion?: string): () => Promise<void> {
+/** OTEL_TRACES_SAMPLER's sampler: its root decision, under the parent's sampled flag for `parentbased_`. */
+function samplerOf(options: Pick<TracingOptions, 'sampler' | 'samplerRatio'>): Sampler {
+  const name = options.sampler.replace(/^parentbased_/, '');
+  const root = name === 'always_off' ? new AlwaysOffSampler() : name === 'traceidratio' ? new TraceIdRatioBasedSampler(options.samplerRatio) : new AlwaysOnSampler();
+  return options.sampler.startsWith('parentbased_') ? new ParentBasedSampler({ root }) : root;
+}
+
+/** The tracer's own settings, every one given: the SDK falls back to the environment for what is not. */
+type TracerSettings = Pick<TracingOptions, 'sampler' | 'samplerRatio' | 'attributeLimits' | 'spanLimits'>;
+
+function install(processor: SpanProcessor, serviceName: string, serviceVersion: string | undefined, settings?: TracerSettings): () => Promise<void> {
   const own = new BasicTracerProvider({
     resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: serviceName, ...(serviceVersion ? { [ATTR_SERVICE_VERSION]: serviceVersion } : {}) }),
     spanProcessors: [processor],
+    ...(settings ? { sampler: samplerOf(settings), generalLimits: settings.attributeLimits, spanLimits: settings.spanLimits } : {}),
   });
   const previous = provider;
   provider = own;
@@ -105,7 +126,9 @@ function install(processor: SpanProcessor, serviceName: string, serviceVersion?:
  * endpoint) the process records no span at all: only the trace context travels.
  */
 export function startTracing(options: TracingOptions): () => Promise<void> {
-  return install(new BatchSpanProcessor(otlpExporter(options)), options.serviceName, options.serviceVersion);
+  const { scheduledDelayMs, exportTimeoutMs, maxQueueSize, maxExportBatchSize } = options.batch;
+  const processor = new BatchSpanProcessor(otlpExporter(options), { scheduledDelayMillis: scheduledDelayMs, exportTimeoutMillis: exportTimeoutMs, maxQueueSize, maxExportBatchSize });
+  return install(processor, options.serviceName, options.serviceVersion, options);
 }
 
 /**
@@ -113,7 +136,7 @@ export function startTracing(options: TracingOptions): () => Promise<void> {
  * returned function is called.
  */
 export function installSpanExporter(exporter: SpanExporter, serviceName = 'hookline'): () => Promise<void> {
-  return install(new SimpleSpanProcessor(exporter), serviceName);
+  return install(new SimpleSpanProcessor(exporter), serviceName, undefined);
 }
 
 /** True while spans are recorded in this process. */
