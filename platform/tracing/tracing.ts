@@ -1,9 +1,5 @@
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, createTraceState, trace, type Attributes, type Link, type Span, type TimeInput, type Tracer } from '@opentelemetry/api';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { resourceFromAttributes } from '@opentelemetry/resources';
-import { readFileSync } from 'node:fs';
-import { AlwaysOffSampler, AlwaysOnSampler, BasicTracerProvider, BatchSpanProcessor, ParentBasedSampler, SimpleSpanProcessor, TraceIdRatioBasedSampler, type Sampler, type SpanExporter, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { ATTR_ERROR_TYPE, ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, createTraceState, trace, type Attributes, type Link, type Span, type TimeInput, type Tracer, type TracerProvider } from '@opentelemetry/api';
+import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
 import type { TracingConfig } from '../../core/config';
 import { newTraceparent, parentIdOf, traceIdOf, type TraceHeaders } from './trace-context';
 
@@ -50,7 +46,7 @@ export function recordSpanAttributes(topic: string, ids: DeliveryIds): Attribute
 }
 
 let tracer: Tracer | undefined;
-let provider: BasicTracerProvider | undefined;
+let provider: RecordingProvider | undefined;
 
 /** What the tracer is built from: the configuration's (core/config.ts), with the endpoint and the headers as values. */
 export interface TracingOptions extends Omit<TracingConfig, 'endpoint' | 'headers'> {
@@ -61,51 +57,20 @@ export interface TracingOptions extends Omit<TracingConfig, 'endpoint' | 'header
   headers: Readonly<Record<string, string>>;
 }
 
-type ExporterConfig = NonNullable<ConstructorParameters<typeof OTLPTraceExporter>[0]>;
-
-/** The variables the exporter would read headers from itself (core/config.ts has read them). */
-const HEADER_VARIABLES = ['OTEL_EXPORTER_OTLP_HEADERS', 'OTEL_EXPORTER_OTLP_TRACES_HEADERS'] as const;
+/** A tracer provider of the SDK, which sends what it still holds when shut down. */
+export interface RecordingProvider extends TracerProvider {
+  shutdown(): Promise<void>;
+}
 
 /**
- * The OTLP/HTTP exporter, with the headers it is given and no others. It would merge the headers
- * of the environment's variables under them, name by name, where the configuration lets the
- * traces variable replace the general one whole; so it is made with those variables out of its
- * sight (the constructor is where it reads them, synchronously).
+ * The OpenTelemetry SDK (./sdk.ts), loaded when a process first records spans: a process
+ * without tracing never loads it, nor the exporter's HTTP and protobuf stack.
  */
-function otlpExporter(options: TracingOptions): OTLPTraceExporter {
-  const saved = HEADER_VARIABLES.map((name) => [name, process.env[name]] as const);
-  for (const name of HEADER_VARIABLES) delete process.env[name];
-  try {
-    const { ca, cert, key } = options.tls;
-    return new OTLPTraceExporter({
-      url: options.endpoint,
-      headers: { ...options.headers },
-      timeoutMillis: options.timeoutMs,
-      compression: options.compression as ExporterConfig['compression'],
-      // given whole, so that the exporter reads no certificate variable itself
-      httpAgentOptions: { keepAlive: true, ...(ca ? { ca: readFileSync(ca) } : {}), ...(cert && key ? { cert: readFileSync(cert), key: readFileSync(key) } : {}) },
-    });
-  } finally {
-    for (const [name, value] of saved) if (value !== undefined) process.env[name] = value;
-  }
+function sdk(): typeof import('./sdk') {
+  return require('./sdk') as typeof import('./sdk');
 }
 
-/** OTEL_TRACES_SAMPLER's sampler: its root decision, under the parent's sampled flag for `parentbased_`. */
-function samplerOf(options: Pick<TracingOptions, 'sampler' | 'samplerRatio'>): Sampler {
-  const name = options.sampler.replace(/^parentbased_/, '');
-  const root = name === 'always_off' ? new AlwaysOffSampler() : name === 'traceidratio' ? new TraceIdRatioBasedSampler(options.samplerRatio) : new AlwaysOnSampler();
-  return options.sampler.startsWith('parentbased_') ? new ParentBasedSampler({ root }) : root;
-}
-
-/** The tracer's own settings, every one given: the SDK falls back to the environment for what is not. */
-type TracerSettings = Pick<TracingOptions, 'sampler' | 'samplerRatio' | 'attributeLimits' | 'spanLimits'>;
-
-function install(processor: SpanProcessor, serviceName: string, serviceVersion: string | undefined, settings?: TracerSettings): () => Promise<void> {
-  const own = new BasicTracerProvider({
-    resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: serviceName, ...(serviceVersion ? { [ATTR_SERVICE_VERSION]: serviceVersion } : {}) }),
-    spanProcessors: [processor],
-    ...(settings ? { sampler: samplerOf(settings), generalLimits: settings.attributeLimits, spanLimits: settings.spanLimits } : {}),
-  });
+function install(own: RecordingProvider): () => Promise<void> {
   const previous = provider;
   provider = own;
   tracer = own.getTracer('hookline');
@@ -126,9 +91,7 @@ function install(processor: SpanProcessor, serviceName: string, serviceVersion: 
  * endpoint) the process records no span at all: only the trace context travels.
  */
 export function startTracing(options: TracingOptions): () => Promise<void> {
-  const { scheduledDelayMs, exportTimeoutMs, maxQueueSize, maxExportBatchSize } = options.batch;
-  const processor = new BatchSpanProcessor(otlpExporter(options), { scheduledDelayMillis: scheduledDelayMs, exportTimeoutMillis: exportTimeoutMs, maxQueueSize, maxExportBatchSize });
-  return install(processor, options.serviceName, options.serviceVersion, options);
+  return install(sdk().exportingProvider(options));
 }
 
 /**
@@ -136,7 +99,7 @@ export function startTracing(options: TracingOptions): () => Promise<void> {
  * returned function is called.
  */
 export function installSpanExporter(exporter: SpanExporter, serviceName = 'hookline'): () => Promise<void> {
-  return install(new SimpleSpanProcessor(exporter), serviceName, undefined);
+  return install(sdk().recordingProvider(exporter, serviceName));
 }
 
 /** True while spans are recorded in this process. */
@@ -204,7 +167,7 @@ export function traceLink(traceId: string, attributes: Attributes): Link {
 export function endSpan(span: Span, err?: unknown): void {
   if (err !== undefined) {
     span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) });
-    span.setAttribute(ATTR_ERROR_TYPE, err instanceof Error ? err.name : 'error');
+    span.setAttribute('error.type', err instanceof Error ? err.name : 'error');
   }
   span.end();
 }
