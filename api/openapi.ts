@@ -1,3 +1,4 @@
+import { maxHeaderSize } from 'node:http';
 import { QUOTA_KINDS } from '../core/quotas';
 import packageJson from '../package.json';
 import { LOG_LEVELS } from '../core/config';
@@ -5,7 +6,7 @@ import { STATUS_OF, TITLE_OF, type ErrorSlug } from '../core/errors';
 import { HEADER_VALUE_OPS, MAX_DEPTH, MAX_NAME_LENGTH, MAX_PATH_SEGMENTS, MAX_PATTERN_LENGTH, MAX_RULES, MAX_STRING_LENGTH, MAX_TOTAL_PROGRAM_SIZE, MAX_VALUES, PRESENCE_OPS } from '../core/filters';
 import { MAX_PROGRAM_SIZE } from '../core/regex';
 import { AUTH_LIMITS } from '../core/destination-auth';
-import { CHANGE_ACTIONS } from '../core/destination-changes';
+import { CHANGE_ACTIONS, DELIVERY_STAGE_ACTOR } from '../core/destination-changes';
 import { ID_PREFIX } from '../core/ids';
 import { PROVIDERS } from '../core/model';
 import { DEFAULT_TOLERANCE_SECONDS, GENERIC_ALGORITHMS, GENERIC_ENCODINGS, MAX_TOLERANCE_SECONDS } from '../core/providers';
@@ -94,6 +95,7 @@ const PROBLEM_SCHEMA_OF: Record<Exclude<ErrorSlug, 'method-not-allowed'>, string
   'payload-too-large': 'PayloadTooLargeProblem',
   'unsupported-media-type': 'UnsupportedMediaTypeProblem',
   'unprocessable-entity': 'UnprocessableEntityProblem',
+  'request-header-fields-too-large': 'RequestHeaderFieldsTooLargeProblem',
   'rate-limit-exceeded': 'RateLimitProblem',
   'internal-error': 'InternalErrorProblem',
   'service-unavailable': 'ServiceUnavailableProblem',
@@ -157,6 +159,7 @@ function problemSchemas(errorBase: string): Json {
     UnprocessableEntityProblem: p('unprocessable-entity', 'A well-formed request with a value the API cannot use: an unknown `status` or `level` filter, or a body member that is well-formed but refused (each such member is named in `errors`).', {
       properties: { errors: { type: 'array', minItems: 1, items: schema('FieldError') } },
     }),
+    RequestHeaderFieldsTooLargeProblem: p('request-header-fields-too-large', `The request line and headers together are larger than the server accepts (Node's limit, ${maxHeaderSize} bytes by default); refused before any route runs, so on every path.`),
     RateLimitProblem: p('rate-limit-exceeded', 'The API key sent more requests to this route than its limit allows (`RATE_LIMITS`). The `Retry-After` header carries the same number of seconds.', {
       properties: { retry_after_seconds: { type: 'integer', minimum: 1 } },
       required: ['retry_after_seconds'],
@@ -274,14 +277,29 @@ function destinationChangeSchemas(): Json {
     ChangeId: typedId('change', 'a change of a destination'),
     DestinationChange: {
       type: 'object',
-      description: 'One change of a destination: who made it, when, and each member that moved. Credentials are shown masked; signing secrets never appear (a rotation shows `previous_secret_expires_at`).',
-      required: ['id', 'at', 'actor', 'action', 'changes'],
+      description: 'One change of a destination: who made it, when, why when the service made it itself, and each member that moved. Credentials are shown masked; signing secrets never appear (a rotation shows `previous_secret_expires_at`).',
+      required: ['id', 'at', 'actor', 'action', 'changes', 'cause'],
       properties: {
         id: schema('ChangeId'),
         at: schema('Timestamp'),
-        actor: { ...schema('ApiKeyId'), description: 'The API key that made the change.' },
+        actor: {
+          description: `The API key that made the change, or \`${DELIVERY_STAGE_ACTOR}\`: the delivery stage, which disables a destination whose receiver answered 410 Gone (action \`disabled\`, with \`cause\`).`,
+          anyOf: [schema('ApiKeyId'), { type: 'string', const: DELIVERY_STAGE_ACTOR }],
+        },
         action: { type: 'string', enum: [...CHANGE_ACTIONS] },
         changes: { type: 'object', additionalProperties: memberChange, description: 'By member: its value before (`from`) and after (`to`), as a GET shows values.' },
+        cause: {
+          description: 'Why the service made the change itself: the delivery attempt whose answer (`response_code`, 410) disabled the destination. `null` for a change made through the API.',
+          anyOf: [
+            {
+              type: 'object',
+              required: ['delivery_id', 'event_id', 'attempt_number', 'response_code'],
+              properties: { delivery_id: schema('DeliveryId'), event_id: schema('EventId'), attempt_number: { type: 'integer', minimum: 1 }, response_code: { type: ['integer', 'null'] } },
+              additionalProperties: false,
+            },
+            { type: 'null' },
+          ],
+        },
       },
       additionalProperties: false,
     },
@@ -294,8 +312,8 @@ const authSecret = (what: string, spaces = true): Json => ({
   ...(spaces
     ? { pattern: '^[\\x21-\\x7e]([\\x20-\\x7e]*[\\x21-\\x7e])?$', 'x-pattern-message': 'must be printable ASCII without leading or trailing spaces' }
     : { pattern: '^[\\x21-\\x7e]+$', 'x-pattern-message': 'must be printable ASCII without spaces' }),
-  description: `${what}: printable ASCII, ${AUTH_LIMITS.secretMin} to ${AUTH_LIMITS.secret} characters. Stored encrypted; shown masked (\`****\` and its last 4 characters).` });
-const masked: Json = { type: 'string', pattern: '^\\*{4}[\\s\\S]{0,4}$', description: '`****` and the last 4 characters of the secret.' };
+  description: `${what}: printable ASCII, ${AUTH_LIMITS.secretMin} to ${AUTH_LIMITS.secret} characters. Stored encrypted; shown masked (\`****\` and its last 4 characters at most, never more than a quarter of it).` });
+const masked: Json = { type: 'string', pattern: '^\\*{4}[\\s\\S]{0,4}$', description: '`****` and the last characters of the secret: never more than a quarter of it, at most 4 (`****` alone under 4 characters).' };
 const authVariants = (secretOf: (what: string, spaces?: boolean) => Json): Json[] => [
   { type: 'object', title: 'basic', required: ['type', 'username', 'password'], additionalProperties: false, properties: { type: { const: 'basic' }, username: { type: 'string', minLength: 1, maxLength: AUTH_LIMITS.username, pattern: '^[\\x20-\\x39\\x3b-\\x7e]+$', 'x-pattern-message': 'must be printable ASCII without ":"', description: 'Printable ASCII without ":".' }, password: secretOf('The password') }, description: '`Authorization: Basic base64(username:password)` on every delivery.' },
   { type: 'object', title: 'bearer', required: ['type', 'token'], additionalProperties: false, properties: { type: { const: 'bearer' }, token: secretOf('The token (no spaces)', false) }, description: '`Authorization: Bearer <token>` on every delivery.' },
@@ -453,7 +471,7 @@ function ingesterSchemas(): Json {
     },
     MaskedProviderConfig: {
       type: 'object',
-      description: 'The provider settings as the API shows them: the value of every member whose name contains secret, token, password or key (any case) is masked as `****` and its last four characters (arrays item by item); other members are shown as stored.',
+      description: 'The provider settings as the API shows them: the value of every member whose name contains secret, token, password or key (any case) is masked as `****` and its last characters, never more than a quarter of the value and at most four (arrays item by item); other members are shown as stored.',
       patternProperties: { [SECRET_KEY_PATTERN]: { anyOf: [maskedValue, { type: 'array', items: maskedValue }] } },
     },
     IngesterOrdered: {
@@ -1240,6 +1258,7 @@ function responses(): Json {
     PayloadTooLarge: tenantError(`payload-too-large: the request body is larger than ${MAX_JSON_BODY}.`, ['payload-too-large']),
     UnsupportedMediaType: tenantError('unsupported-media-type: a request body (on any method) that is not `application/json` or `*+json`, or in an unsupported encoding or charset.', ['unsupported-media-type']),
     UnprocessableEntity: tenantError('unprocessable-entity: a query value the API does not know.', ['unprocessable-entity']),
+    RequestHeaderFieldsTooLarge: { description: 'request-header-fields-too-large: the request line and headers are larger than the server accepts; answered before any route, with `Connection: close`.', headers: headerRefs(['X-Request-Id']), content: problemContent(['request-header-fields-too-large']) },
     TooManyRequests: tenantError('rate-limit-exceeded: over the rate limit of this API key and route; `Retry-After` and `retry_after_seconds` say when to try again. Never stored as the answer to an `Idempotency-Key`.', ['rate-limit-exceeded'], ['Retry-After']),
     InternalError: tenantError('internal-error: an unexpected error, e.g. Kafka or ClickHouse failing during the request.', ['internal-error']),
     ServiceUnavailable: tenantError('service-unavailable: the service is starting, or the idempotency store is unreachable.', ['service-unavailable']),
@@ -1375,7 +1394,7 @@ function destinationChangePaths(P: string, tenant: Json, destinationId: Json, li
       parameters: [tenant, destinationId],
       get: tenantOperation({
         operationId: 'listDestinationChanges', summary: 'History of a destination', tag: 'Destinations', scope: 'read:destinations', rateLimitRoute: `GET ${T}/destinations/:id/changes`,
-        description: 'Every change of the destination made through the API, newest first: created, updated, paused, resumed, secret_rotated, deleted, with the API key that made it and each member\'s value before and after (credentials masked, signing secrets never). A deleted destination keeps its history. Paged like the other lists.',
+        description: `Every change of the destination, newest first: those made through the API (created, updated, paused, resumed, secret_rotated, deleted) with the API key that made them, and its disabling by the delivery stage when its receiver answered 410 Gone (disabled, actor \`${DELIVERY_STAGE_ACTOR}\`, \`cause\` naming the delivery attempt), each with every member's value before and after (credentials masked, signing secrets never). A deleted destination keeps its history. Paged like the other lists.`,
         parameters: listParams, success: { '200': ok('One page of changes.', 'DestinationChangeList') }, forbidden: 'ForbiddenReadResource', notFound: 'no such destination (and no history of one)',
       }),
     },
@@ -1857,7 +1876,7 @@ const API_DESCRIPTION = `Webhook ingestion and delivery on Apache Kafka. Webhook
 
 **Order of checks** on tenant routes: service ready (503), authentication (401), tenant (404), rate limit (429), JSON body (415, 413, 400), Idempotency-Key (400, 409, 503), scope and write group (403), then the operation's own checks.
 
-**Errors** are RFC 9457 problem documents (\`application/problem+json\`) with \`type\` \`<ERROR_BASE>/errors/<slug>\`, \`title\`, \`status\`, \`detail\`, \`instance\` (the request id, also sent as \`X-Request-Id\`), and the extra members of their type. 400 validation-error lists every problem in \`errors\` ([{field, message}]); an unknown value of a query filter (\`status\`, \`level\`, \`stage\`) is 422.
+**Errors** are RFC 9457 problem documents (\`application/problem+json\`) with \`type\` \`<ERROR_BASE>/errors/<slug>\`, \`title\`, \`status\`, \`detail\`, \`instance\` (the request id, also sent as \`X-Request-Id\`), and the extra members of their type. 400 validation-error lists every problem in \`errors\` ([{field, message}]); an unknown value of a query filter (\`status\`, \`level\`, \`stage\`) is 422. A request whose line and headers exceed ${maxHeaderSize} bytes is answered 431 request-header-fields-too-large on every path, before any route or check.
 
 **Lists** answer an envelope: the items under a resource-named member (\`destinations\`, \`ingesters\`, \`delivery_flows\`, \`deliveries\`, \`saved_payloads\`, \`api_keys\`, \`logs\`, \`dead_letters\`) and \`next_cursor\` (an opaque string, \`null\` on the last page). \`limit\` is 1 to ${MAX_LIMIT} (default ${DEFAULT_LIMIT}). A cursor is bound to the filters it was issued with. Configuration lists are in creation order; deliveries, logs and dead letters newest first. Deliveries list one item per attempt.
 
@@ -1868,6 +1887,17 @@ const API_DESCRIPTION = `Webhook ingestion and delivery on Apache Kafka. Webhook
 **Request bodies** of tenant routes are JSON only (\`application/json\` or \`*+json\`, at most ${MAX_JSON_BODY}); members the API does not know are refused (400 validation-error naming each); members a GET shows that the service sets (\`id\`, \`created_at\`, ...) are accepted back and left as stored, so an object read can be sent back as it was.
 
 **Evidence surface.** Routes under \`/v1/mcp/\` take the same keys; the key's own tenant is implied. \`POST /v1/mcp\` is a Model Context Protocol server (Streamable HTTP) whose tools mirror these routes and add live runtime and trust proofs.`;
+
+/** Node's parser refuses oversized headers before any route runs: every operation may answer 431. */
+function withHeaderLimit(paths: Json): Json {
+  for (const item of Object.values(paths) as Json[]) {
+    for (const op of Object.values(item) as Json[]) {
+      // beside the operations a path item may hold its `parameters`, `summary`, `description`
+      if (typeof op.operationId === 'string') (op.responses as Json)['431'] = ref('responses', 'RequestHeaderFieldsTooLarge');
+    }
+  }
+  return paths;
+}
 
 /** The component each operation's JSON request body is, by operationId: what the routes validate the body with. */
 export function requestBodyComponents(doc: Record<string, unknown>): Record<string, string> {
@@ -1913,7 +1943,7 @@ export function openApiDocument(options: { errorBase: string; serverUrl?: string
       { name: 'Evidence surface', description: 'The read-oriented surface under /v1/mcp: the MCP endpoint, planes, delivery status, evidence and logs by resource, all measured live.' },
       { name: 'Meta', description: 'This document.' },
     ],
-    paths: { ...publicPaths(), ...mcpPaths(), ...tenantPaths() },
+    paths: withHeaderLimit({ ...publicPaths(), ...mcpPaths(), ...tenantPaths() }),
     components: {
       schemas: schemas(errorBase),
       responses: responses(),

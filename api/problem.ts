@@ -1,4 +1,4 @@
-import type { ServerResponse } from 'node:http';
+import { STATUS_CODES, maxHeaderSize, type ServerResponse } from 'node:http';
 import type { NextFunction, Request, Response } from 'express';
 import { AppError, TITLE_OF, type ErrorSlug } from '../core/errors';
 import { errorMessage, type Logger } from '../core/log';
@@ -40,6 +40,18 @@ export function problemBody(errorBase: string, slug: ErrorSlug, detail: string, 
     instance: requestId,
     ...extra,
   };
+}
+
+/**
+ * The raw HTTP answer to a request Node's parser refused before any route saw it (the server's
+ * `clientError`): headers over the server's limit are 431, anything else that is not HTTP 400.
+ */
+export function parserRefusalAnswer(errorBase: string, err: NodeJS.ErrnoException, requestId: string): string {
+  const refusal = err.code === 'HPE_HEADER_OVERFLOW'
+    ? new AppError('request-header-fields-too-large', `the request line and headers are larger than the ${maxHeaderSize} bytes this server accepts`)
+    : new AppError('validation-error', 'the request could not be parsed as HTTP', { errors: [{ field: 'request', message: 'is not valid HTTP' }] });
+  const body = JSON.stringify(problemBody(errorBase, refusal.slug, refusal.message, requestId, refusal.extra));
+  return `HTTP/1.1 ${refusal.status} ${STATUS_CODES[refusal.status]}\r\nContent-Type: application/problem+json\r\nX-Request-Id: ${requestId}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
 }
 
 interface HttpErrorLike {

@@ -1,4 +1,5 @@
-import { createHash } from 'node:crypto';
+import { createHash, createPrivateKey, X509Certificate, type KeyObject } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import path from 'node:path';
 import { KeyringError, parseKeyring } from './secrets/keyring';
@@ -118,7 +119,47 @@ export interface Config {
    * endpoint no span is recorded; the trace context still travels on every record. The headers
    * of each export request carry a hosted collector's credentials: never printed.
    */
-  tracing: { endpoint: string | undefined; serviceName: string; headers: Concealed<Readonly<Record<string, string>>>; timeoutMs: number };
+  tracing: TracingConfig;
+}
+
+/** The samplers of OpenTelemetry's OTEL_TRACES_SAMPLER that the tracer offers. */
+export const TRACE_SAMPLERS = ['parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio', 'always_on', 'always_off', 'traceidratio'] as const;
+export type TraceSampler = (typeof TRACE_SAMPLERS)[number];
+/** How the export requests' bodies go: the exporter sends OTLP over HTTP as JSON, compressed or not. */
+export const OTLP_PROTOCOLS = ['http/json'] as const;
+export const OTLP_COMPRESSIONS = ['none', 'gzip'] as const;
+export type OtlpCompression = (typeof OTLP_COMPRESSIONS)[number];
+
+/** Limits of what one span keeps (OpenTelemetry's span limits); past them the rest is dropped. */
+export interface SpanLimitsConfig {
+  attributeValueLengthLimit: number;
+  attributeCountLimit: number;
+  eventCountLimit: number;
+  linkCountLimit: number;
+  attributePerEventCountLimit: number;
+  attributePerLinkCountLimit: number;
+}
+
+/**
+ * Every OpenTelemetry variable the tracer acts on, read here once: the tracer is built from these
+ * values, never from the environment itself.
+ */
+export interface TracingConfig {
+  endpoint: string | undefined;
+  serviceName: string;
+  headers: Concealed<Readonly<Record<string, string>>>;
+  timeoutMs: number;
+  compression: OtlpCompression;
+  /** PEM files (absolute paths) for the collector's TLS: its CA, and this client's certificate and key. */
+  tls: { ca: string | undefined; cert: string | undefined; key: string | undefined };
+  /** The batch span processor: how long spans wait, how many are queued and sent at once. */
+  batch: { scheduledDelayMs: number; exportTimeoutMs: number; maxQueueSize: number; maxExportBatchSize: number };
+  sampler: TraceSampler;
+  /** The probability of the `traceidratio` samplers. */
+  samplerRatio: number;
+  /** Limits of any attribute, and of each span (which default to the former). */
+  attributeLimits: { attributeValueLengthLimit: number; attributeCountLimit: number };
+  spanLimits: SpanLimitsConfig;
 }
 
 /** The keyring's source: the keys themselves, or a file holding them (outside DATA_DIR). */
@@ -322,6 +363,42 @@ class Reader {
     return headers;
   }
 
+  /** A probability: a decimal from 0 to 1. */
+  fraction(name: string, fallback: number): number {
+    const v = this.raw(name);
+    if (v === undefined) return fallback;
+    const n = Number(v);
+    if (!/^(\d+(\.\d*)?|\.\d+)$/.test(v) || n > 1) {
+      this.errors.push(`${name}: expected a number from 0 to 1, got "${v}"`);
+      return fallback;
+    }
+    return n;
+  }
+
+  /**
+   * A PEM file (a certificate, or a private key) as an absolute path, relative ones from `cwd`;
+   * read and parsed here, so that a wrong path or file stops the start. Its contents are never
+   * shown: a key file holds a secret.
+   */
+  pemFile(name: string, kind: 'certificate' | 'private key', cwd: string): { path: string; parsed: X509Certificate | KeyObject } | undefined {
+    const v = this.raw(name);
+    if (v === undefined) return undefined;
+    const file = path.resolve(cwd, v);
+    let text: Buffer;
+    try {
+      text = readFileSync(file);
+    } catch (err) {
+      this.errors.push(`${name}: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? 'unreadable'})`);
+      return undefined;
+    }
+    try {
+      return { path: file, parsed: kind === 'certificate' ? new X509Certificate(text) : createPrivateKey(text) };
+    } catch {
+      this.errors.push(`${name}: ${file} is not a PEM ${kind}${kind === 'private key' ? ' (without a passphrase)' : ''}`);
+      return undefined;
+    }
+  }
+
   oneOf<T extends string>(name: string, allowed: readonly T[], fallback: T): T {
     const v = this.raw(name);
     if (v === undefined) return fallback;
@@ -462,29 +539,74 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
       dlqThreshold: r.integer('PROOF_DLQ_THRESHOLD', 1_000, 0, 1_000_000_000),
     },
     metricsToken: r.token('METRICS_TOKEN', 16),
-    tracing: tracingOf(r),
+    tracing: tracingOf(r, cwd),
   };
   if (isSplitWithoutEvidenceKey(config)) r.errors.push(SPLIT_NEEDS_KEY);
   if (r.errors.length > 0) throw new ConfigError(r.errors);
   return config;
 }
 
+/** The largest count or length limit a span takes. */
+const MAX_SPAN_LIMIT = 1_000_000_000;
+
 /**
  * The OTLP/HTTP export as OpenTelemetry's own variables configure it: the traces endpoint as
  * given, else the base endpoint with `/v1/traces`; each traces variable replaces the general one
  * whole (as the specification has signal-specific options override), so that headers meant for
- * another signal's collector are not sent to this one.
+ * another signal's collector are not sent to this one. Every variable is checked, the general
+ * one also where a traces one replaces it; the batch processor, the sampler and the span limits
+ * take OpenTelemetry's variables and defaults.
  */
-function tracingOf(r: Reader): Config['tracing'] {
+function tracingOf(r: Reader, cwd: string): TracingConfig {
   const base = r.optionalUrl('OTEL_EXPORTER_OTLP_ENDPOINT', ['http:', 'https:']);
   const traces = r.optionalUrl('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', ['http:', 'https:']);
   const headers = r.otlpHeaders('OTEL_EXPORTER_OTLP_HEADERS');
   const tracesHeaders = r.otlpHeaders('OTEL_EXPORTER_OTLP_TRACES_HEADERS');
+  // the exporter sends JSON: a collector expecting another protocol would refuse every request
+  r.oneOf('OTEL_EXPORTER_OTLP_PROTOCOL', OTLP_PROTOCOLS, 'http/json');
+  r.oneOf('OTEL_EXPORTER_OTLP_TRACES_PROTOCOL', OTLP_PROTOCOLS, 'http/json');
+  const compression = r.oneOf('OTEL_EXPORTER_OTLP_COMPRESSION', OTLP_COMPRESSIONS, 'none');
+  const ca = [r.pemFile('OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE', 'certificate', cwd), r.pemFile('OTEL_EXPORTER_OTLP_CERTIFICATE', 'certificate', cwd)];
+  const cert = [r.pemFile('OTEL_EXPORTER_OTLP_TRACES_CLIENT_CERTIFICATE', 'certificate', cwd), r.pemFile('OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE', 'certificate', cwd)];
+  const key = [r.pemFile('OTEL_EXPORTER_OTLP_TRACES_CLIENT_KEY', 'private key', cwd), r.pemFile('OTEL_EXPORTER_OTLP_CLIENT_KEY', 'private key', cwd)];
+  const clientCert = cert[0] ?? cert[1];
+  const clientKey = key[0] ?? key[1];
+  if (clientCert && !clientKey) r.errors.push('OTEL_EXPORTER_OTLP_CLIENT_KEY: required with OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE (or their TRACES_ forms): a client certificate is sent with its private key');
+  if (clientKey && !clientCert) r.errors.push('OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE: required with OTEL_EXPORTER_OTLP_CLIENT_KEY (or their TRACES_ forms): a private key is sent with its client certificate');
+  if (clientCert && clientKey && !(clientCert.parsed as X509Certificate).checkPrivateKey(clientKey.parsed as KeyObject)) {
+    r.errors.push('OTEL_EXPORTER_OTLP_CLIENT_KEY: not the private key of the client certificate (OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE, or their TRACES_ forms)');
+  }
+  const maxQueueSize = r.integer('OTEL_BSP_MAX_QUEUE_SIZE', 2_048, 1, 1_000_000);
+  const maxExportBatchSize = r.integer('OTEL_BSP_MAX_EXPORT_BATCH_SIZE', Math.min(512, maxQueueSize), 1, 1_000_000);
+  if (maxExportBatchSize > maxQueueSize) r.errors.push(`OTEL_BSP_MAX_EXPORT_BATCH_SIZE: must not exceed OTEL_BSP_MAX_QUEUE_SIZE (${maxQueueSize}), got ${maxExportBatchSize}`);
+  const attributeLimits = {
+    attributeValueLengthLimit: r.integer('OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT', Infinity, 0, MAX_SPAN_LIMIT),
+    attributeCountLimit: r.integer('OTEL_ATTRIBUTE_COUNT_LIMIT', 128, 0, MAX_SPAN_LIMIT),
+  };
   return {
     endpoint: traces ?? (base === undefined ? undefined : `${base}/v1/traces`),
     serviceName: r.string('OTEL_SERVICE_NAME', 'hookline'),
     headers: new Concealed(tracesHeaders ?? headers ?? {}),
     timeoutMs: r.integer('OTEL_EXPORTER_OTLP_TRACES_TIMEOUT', r.integer('OTEL_EXPORTER_OTLP_TIMEOUT', 10_000, 1, 600_000), 1, 600_000),
+    compression: r.oneOf('OTEL_EXPORTER_OTLP_TRACES_COMPRESSION', OTLP_COMPRESSIONS, compression),
+    tls: { ca: (ca[0] ?? ca[1])?.path, cert: clientCert?.path, key: clientKey?.path },
+    batch: {
+      scheduledDelayMs: r.integer('OTEL_BSP_SCHEDULE_DELAY', 5_000, 0, 600_000),
+      exportTimeoutMs: r.integer('OTEL_BSP_EXPORT_TIMEOUT', 30_000, 1, 600_000),
+      maxQueueSize,
+      maxExportBatchSize,
+    },
+    sampler: r.oneOf('OTEL_TRACES_SAMPLER', TRACE_SAMPLERS, 'parentbased_always_on'),
+    samplerRatio: r.fraction('OTEL_TRACES_SAMPLER_ARG', 1),
+    attributeLimits,
+    spanLimits: {
+      attributeValueLengthLimit: r.integer('OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT', attributeLimits.attributeValueLengthLimit, 0, MAX_SPAN_LIMIT),
+      attributeCountLimit: r.integer('OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT', attributeLimits.attributeCountLimit, 0, MAX_SPAN_LIMIT),
+      eventCountLimit: r.integer('OTEL_SPAN_EVENT_COUNT_LIMIT', 128, 0, MAX_SPAN_LIMIT),
+      linkCountLimit: r.integer('OTEL_SPAN_LINK_COUNT_LIMIT', 128, 0, MAX_SPAN_LIMIT),
+      attributePerEventCountLimit: r.integer('OTEL_SPAN_ATTRIBUTE_PER_EVENT_COUNT_LIMIT', 128, 0, MAX_SPAN_LIMIT),
+      attributePerLinkCountLimit: r.integer('OTEL_SPAN_ATTRIBUTE_PER_LINK_COUNT_LIMIT', 128, 0, MAX_SPAN_LIMIT),
+    },
   };
 }
 
@@ -629,6 +751,30 @@ export const SETTINGS: SettingDoc[] = [
   { env: 'OTEL_EXPORTER_OTLP_TRACES_HEADERS', default: 'unset', unit: 'as OTEL_EXPORTER_OTLP_HEADERS', description: 'The headers of the traces export; when set, it replaces OTEL_EXPORTER_OTLP_HEADERS whole (none of the latter is sent).' },
   { env: 'OTEL_EXPORTER_OTLP_TIMEOUT', default: '10000', unit: 'milliseconds', description: 'Longest wait for the collector to answer one export request; past it that batch of spans is dropped.' },
   { env: 'OTEL_EXPORTER_OTLP_TRACES_TIMEOUT', default: 'OTEL_EXPORTER_OTLP_TIMEOUT', unit: 'milliseconds', description: 'The same for the traces export; replaces OTEL_EXPORTER_OTLP_TIMEOUT.' },
+  { env: 'OTEL_EXPORTER_OTLP_PROTOCOL', default: 'http/json', unit: 'http/json', description: 'The OTLP transport of the export: only `http/json` (OTLP over HTTP as JSON, which every OTLP/HTTP receiver takes, port 4318). Another value (`grpc`, `http/protobuf`) stops the start rather than send a collector what it does not expect.' },
+  { env: 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL', default: 'OTEL_EXPORTER_OTLP_PROTOCOL', unit: 'http/json', description: 'The same for the traces export.' },
+  { env: 'OTEL_EXPORTER_OTLP_COMPRESSION', default: 'none', unit: 'none, gzip', description: 'Compression of the export requests\' bodies.' },
+  { env: 'OTEL_EXPORTER_OTLP_TRACES_COMPRESSION', default: 'OTEL_EXPORTER_OTLP_COMPRESSION', unit: 'none, gzip', description: 'The same for the traces export; replaces OTEL_EXPORTER_OTLP_COMPRESSION.' },
+  { env: 'OTEL_EXPORTER_OTLP_CERTIFICATE', default: 'unset: the system\'s CAs', unit: 'path (PEM)', description: 'The CA certificate(s) an `https:` collector\'s certificate is checked against, for a collector behind a private CA. Relative to the working directory; a file that cannot be read or is not a PEM certificate stops the start.' },
+  { env: 'OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE', default: 'OTEL_EXPORTER_OTLP_CERTIFICATE', unit: 'path (PEM)', description: 'The same for the traces export; replaces OTEL_EXPORTER_OTLP_CERTIFICATE.' },
+  { env: 'OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE', default: 'unset: none', unit: 'path (PEM)', description: 'This process\'s certificate, for a collector that asks for one (mutual TLS); needs OTEL_EXPORTER_OTLP_CLIENT_KEY.' },
+  { env: 'OTEL_EXPORTER_OTLP_TRACES_CLIENT_CERTIFICATE', default: 'OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE', unit: 'path (PEM)', description: 'The same for the traces export; replaces OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE.' },
+  { env: 'OTEL_EXPORTER_OTLP_CLIENT_KEY', default: 'unset: none', unit: 'path (PEM)', description: 'The private key of the client certificate, unencrypted; it must belong to that certificate (checked at start). Its contents are never shown.' },
+  { env: 'OTEL_EXPORTER_OTLP_TRACES_CLIENT_KEY', default: 'OTEL_EXPORTER_OTLP_CLIENT_KEY', unit: 'path (PEM)', description: 'The same for the traces export; replaces OTEL_EXPORTER_OTLP_CLIENT_KEY.' },
+  { env: 'OTEL_BSP_SCHEDULE_DELAY', default: '5000', unit: 'milliseconds', description: 'Longest a finished span waits before the batch it is in is sent.' },
+  { env: 'OTEL_BSP_EXPORT_TIMEOUT', default: '30000', unit: 'milliseconds', description: 'Longest the export of one batch may take before it is given up.' },
+  { env: 'OTEL_BSP_MAX_QUEUE_SIZE', default: '2048', unit: 'spans', description: 'Finished spans waiting for their export at most; past it new spans are dropped.' },
+  { env: 'OTEL_BSP_MAX_EXPORT_BATCH_SIZE', default: '512 (at most OTEL_BSP_MAX_QUEUE_SIZE)', unit: 'spans', description: 'Spans per export request; not more than OTEL_BSP_MAX_QUEUE_SIZE.' },
+  { env: 'OTEL_TRACES_SAMPLER', default: 'parentbased_always_on', unit: '`always_on`, `always_off`, `traceidratio`, each also `parentbased_`', description: 'Which traces are recorded: all, none, or a share of them chosen by trace id (OTEL_TRACES_SAMPLER_ARG). A `parentbased_` sampler follows the sampled flag of the `traceparent` a webhook came with, and decides as its root only for a trace that begins here.' },
+  { env: 'OTEL_TRACES_SAMPLER_ARG', default: '1', unit: 'number from 0 to 1', description: 'The share of traces the `traceidratio` samplers record.' },
+  { env: 'OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT', default: 'unlimited', unit: 'characters', description: 'Longest attribute value a span keeps; a longer one is cut.' },
+  { env: 'OTEL_ATTRIBUTE_COUNT_LIMIT', default: '128', unit: 'attributes', description: 'Attributes a span keeps; the rest are dropped.' },
+  { env: 'OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT', default: 'OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT', unit: 'characters', description: 'The same for spans; replaces OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT.' },
+  { env: 'OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT', default: 'OTEL_ATTRIBUTE_COUNT_LIMIT', unit: 'attributes', description: 'The same for spans; replaces OTEL_ATTRIBUTE_COUNT_LIMIT.' },
+  { env: 'OTEL_SPAN_EVENT_COUNT_LIMIT', default: '128', unit: 'events', description: 'Events a span keeps.' },
+  { env: 'OTEL_SPAN_LINK_COUNT_LIMIT', default: '128', unit: 'links', description: 'Links a span keeps.' },
+  { env: 'OTEL_SPAN_ATTRIBUTE_PER_EVENT_COUNT_LIMIT', default: '128', unit: 'attributes', description: 'Attributes each event of a span keeps.' },
+  { env: 'OTEL_SPAN_ATTRIBUTE_PER_LINK_COUNT_LIMIT', default: '128', unit: 'attributes', description: 'Attributes each link of a span keeps.' },
   { env: 'OTEL_SERVICE_NAME', default: 'hookline', unit: 'string', description: 'The `service.name` of the spans this process exports (give each role its own to tell them apart).' },
   { env: 'BOOTSTRAP_DEMO_TENANT', default: 'true', unit: 'boolean', description: 'On first start with an empty configuration, create tenant `demo` and print its API key once (only a process that runs the API does).' },
 ];

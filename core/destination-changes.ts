@@ -2,7 +2,7 @@ import { maskAuth } from './destination-auth';
 import type { Destination } from './model';
 
 /** What happened to a destination, as its history names it. */
-export const CHANGE_ACTIONS = ['created', 'updated', 'paused', 'resumed', 'secret_rotated', 'deleted'] as const;
+export const CHANGE_ACTIONS = ['created', 'updated', 'paused', 'resumed', 'disabled', 'secret_rotated', 'deleted'] as const;
 export type ChangeAction = (typeof CHANGE_ACTIONS)[number];
 
 /** One member's move: its value before and after, as the API shows values (credentials masked). */
@@ -11,16 +11,29 @@ export interface MemberChange {
   to: unknown;
 }
 
+/** The actor of a change the service made itself: the delivery stage, on a 410 Gone. */
+export const DELIVERY_STAGE_ACTOR = 'stage:deliver';
+
+/** Why the service changed a destination itself: the delivery attempt whose answer did it. */
+export interface ChangeCause {
+  delivery_id: string;
+  event_id: string;
+  attempt_number: number;
+  response_code: number | null;
+}
+
 /** One entry of a destination's history. */
 export interface DestinationChange {
   id: string;
   tenant_id: string;
   destination_id: string;
   at: string;
-  /** The API key that made the change. */
+  /** The API key that made the change, or DELIVERY_STAGE_ACTOR. */
   actor: string;
   action: ChangeAction;
   changes: Record<string, MemberChange>;
+  /** Set for a change the service made itself; null for one made through the API. */
+  cause: ChangeCause | null;
 }
 
 /**
@@ -67,6 +80,7 @@ export function actionOf(before: Destination | undefined, after: Destination | u
   if (!after) return 'deleted';
   if (rotated) return 'secret_rotated';
   if (before.status !== after.status && after.status === 'paused') return 'paused';
+  if (before.status !== after.status && after.status === 'disabled') return 'disabled';
   if (before.status !== after.status && after.status === 'active') return 'resumed';
   return 'updated';
 }

@@ -19,6 +19,7 @@ export type ErrorSlug =
   | 'payload-too-large'
   | 'unsupported-media-type'
   | 'unprocessable-entity'
+  | 'request-header-fields-too-large'
   | 'rate-limit-exceeded'
   | 'internal-error'
   | 'service-unavailable';
@@ -39,6 +40,7 @@ export const STATUS_OF: Record<ErrorSlug, number> = {
   'payload-too-large': 413,
   'unsupported-media-type': 415,
   'unprocessable-entity': 422,
+  'request-header-fields-too-large': 431,
   'rate-limit-exceeded': 429,
   'internal-error': 500,
   'service-unavailable': 503,
@@ -60,6 +62,7 @@ export const TITLE_OF: Record<ErrorSlug, string> = {
   'payload-too-large': 'Payload too large',
   'unsupported-media-type': 'Unsupported media type',
   'unprocessable-entity': 'Unprocessable entity',
+  'request-header-fields-too-large': 'Request header fields too large',
   'rate-limit-exceeded': 'Rate limit exceeded',
   'internal-error': 'Internal error',
   'service-unavailable': 'Service unavailable',

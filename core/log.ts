@@ -1,5 +1,4 @@
 import pino, { type Logger as Pino } from 'pino';
-import { prettyFactory } from 'pino-pretty';
 import type { LogFormat, LogLevel } from './config';
 import { REDACTED_VALUE } from './secrets/redacted-headers';
 
@@ -68,8 +67,13 @@ export const SECRET_NAMES: ReadonlySet<string> = new Set([
 ]);
 export const REDACTED_PATHS: readonly string[] = [...SECRET_NAMES, 'apiKey'].map((name) => (/^[A-Za-z_]+$/.test(name) ? name : `["${name}"]`));
 
-/** Readable lines for a terminal, rendered in this process (no worker thread to lose at exit). */
+/**
+ * Readable lines for a terminal, rendered in this process (no worker thread to lose at exit).
+ * pino-pretty (and its colour and date libraries) is loaded here, by a process that asks for
+ * readable lines: one that writes JSON never loads it.
+ */
 export function prettyOutput(write: LogOutput = writeStdoutLine, colorize = Boolean(process.stdout.isTTY)): LogOutput {
+  const { prettyFactory } = require('pino-pretty') as typeof import('pino-pretty');
   const pretty = prettyFactory({ colorize, timestampKey: 'ts', messageKey: 'msg', translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname', singleLine: true });
   return (line) => write(pretty(line));
 }

@@ -23,7 +23,7 @@ function readyNotice(service: RunningService, config: Config): string {
   return [
     '',
     `hookline is up (${all ? 'all stages' : config.stages.join(', ')}); Ctrl-C stops it and what it started.`,
-    ...(config.stages.includes('api') ? [`  API         ${base}/v1   (OpenAPI document: ${base}/v1/openapi.json)`] : []),
+    ...(config.stages.includes('api') ? [`  API         ${base}/v1   (OpenAPI document: ${base}/v1/openapi.json)`, `  Dashboard   ${base}/ui   (sign in with an API key)`] : []),
     ...(config.stages.includes('ingest') ? [`  Hook URLs   ${base}/v1/hooks/<ingester id>`] : []),
     `  Health      ${base}/healthz, ${base}/readyz`,
     `  Data        ${config.dataDir}`,

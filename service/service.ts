@@ -8,7 +8,7 @@ import { startReplayJobs } from '../platform/replay/job-runner';
 import type { Kafka, Producer } from 'kafkajs';
 import { createApp, type ApiServices } from '../api/app';
 import type { BuildInfo } from '../api/routes/health';
-import { writeProblem } from '../api/problem';
+import { parserRefusalAnswer, writeProblem } from '../api/problem';
 import type { Config, StageName } from '../core/config';
 import { Logger, errorMessage, logOutput } from '../core/log';
 import { newId } from '../core/ids';
@@ -35,6 +35,7 @@ import { createGuardedAgent, isSsrfRefusal } from '../platform/http/guarded-agen
 import { refusalOfDestination } from '../platform/http/destination-check';
 import { discoverOwnListeners } from './own-listeners';
 import type { DestinationPort } from '../pipeline/deliver/stage';
+import type { Destination } from '../core/model';
 import { runDelayTiers } from '../pipeline/retry/delay-stage';
 import { runRelease } from '../pipeline/release/stage';
 import { Pacer } from '../pipeline/deliver/pace';
@@ -124,8 +125,8 @@ export async function startService(config: Config, log = new Logger(config.logLe
   try {
     // first in, so that it stops last: spans of the stopping stages are still sent
     if (config.tracing.endpoint) {
-      const { endpoint, serviceName, headers, timeoutMs } = config.tracing;
-      cleanups.push(startTracing({ endpoint, serviceName, serviceVersion: buildInfo().version, headers: headers.reveal(), timeoutMs }));
+      const { endpoint, serviceName, headers } = config.tracing;
+      cleanups.push(startTracing({ ...config.tracing, endpoint, serviceVersion: buildInfo().version, headers: headers.reveal() }));
       // the host and the headers' names only: the URL and the headers' values may hold credentials
       log.info('exporting traces', { collector: URL.parse(endpoint)?.host, service_name: serviceName, header_names: Object.keys(headers.reveal()) });
     }
@@ -151,12 +152,9 @@ export async function startService(config: Config, log = new Logger(config.logLe
       const listener = hookFastPath(() => ingestDeps, app, (err, _req, res, requestId) => writeProblem(res, errorBase(), err, requestId, log));
       const server = http.createServer({ keepAliveTimeout: 65_000 }, listener);
       server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
-        // requests Node's parser refuses (unknown method, bad header) still get a problem document
+        // requests Node's parser refuses (unknown method, bad or oversized headers) still get a problem document
         if (!socket.writable) return socket.destroy();
-        const status = 400;
-        const requestId = newId('request');
-        const body = JSON.stringify({ type: `${errorBase()}/errors/validation-error`, title: 'Validation error', status, detail: 'the request could not be parsed as HTTP', instance: requestId, errors: [{ field: 'request', message: 'is not valid HTTP' }] });
-        socket.end(`HTTP/1.1 ${status} Bad Request\r\nContent-Type: application/problem+json\r\nX-Request-Id: ${requestId}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+        socket.end(parserRefusalAnswer(errorBase(), err, newId('request')));
       });
       await new Promise<void>((resolve, reject) => {
         server.once('error', reject);
@@ -315,10 +313,13 @@ export async function startService(config: Config, log = new Logger(config.logLe
         disable: async (d, reason) => {
           // the attempt took time: start from the latest version, and never recreate a deleted one
           const current = store.get('destination', d.tenant_id, d.id) ?? d;
-          const applied = await store.update({ ...current, status: 'disabled', disabled_reason: reason, updated_at: new Date().toISOString() });
+          // another delivery's 410 disabled it first: that one is its change
+          if (current.status === 'disabled') return undefined;
+          const next: Destination = { ...current, status: 'disabled', disabled_reason: reason, updated_at: new Date().toISOString() };
+          const applied = await store.update(next);
           if (applied) log.warn('destination disabled', { tenant_id: d.tenant_id, destination_id: d.id, reason });
           else log.info('destination deleted before it could be disabled', { tenant_id: d.tenant_id, destination_id: d.id, reason });
-          return applied;
+          return applied ? { before: current, after: next } : undefined;
         },
       };
       const pacer = new Pacer(new RedisSendSlots(redis, config.topicPrefix), { shortWaitMs: config.deliveryRateWaitMs + (topics.retryTiers[0]?.delayMs ?? 0), lateMs: 1_000, unreachableWaitMs: 1_000 });

@@ -1,4 +1,6 @@
-import { readFileSync } from 'node:fs';
+import { generateKeyPairSync } from 'node:crypto';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ConfigError, loadConfig, SETTINGS, STAGE_NAMES } from '../core/config';
 import { generateSignerKey } from '../core/signed-note';
@@ -107,10 +109,12 @@ describe('configuration', () => {
   });
 
   it('makes the service exit 1 listing every error', async () => {
-    const r = await runScript('service/main.ts', [], { ...process.env, PORT: '99999', LOG_LEVEL: 'chatty' }, 30_000);
+    const r = await runScript('service/main.ts', [], { ...process.env, PORT: '99999', LOG_LEVEL: 'chatty', OTEL_TRACES_SAMPLER: 'sometimes', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }, 30_000);
     expect(r.code).toBe(1);
     expect(r.stderr).toContain('PORT: must be between 0 and 65535');
     expect(r.stderr).toContain('LOG_LEVEL: must be one of');
+    expect(r.stderr).toContain('OTEL_TRACES_SAMPLER: must be one of');
+    expect(r.stderr).toContain('OTEL_EXPORTER_OTLP_PROTOCOL: must be one of http/json, got "grpc"');
     expect(r.stdout).toBe('');
   });
 
@@ -123,5 +127,133 @@ describe('configuration', () => {
     const source = readFileSync(path.join(REPO_ROOT, 'core', 'config.ts'), 'utf8');
     const read = new Set([...source.matchAll(/r\.\w+\('([A-Z0-9_]+)'/g)].map((m) => m[1]));
     expect([...read].sort()).toEqual(SETTINGS.map((s) => s.env).sort());
+  });
+});
+
+/** A throwaway self-signed client certificate and its key (P-256), made for these checks only. */
+const TEST_CERTIFICATE = `-----BEGIN CERTIFICATE-----
+MIIBljCCATugAwIBAgIUDuWuodp0piAaAd1uOkEsAuWISMkwCgYIKoZIzj0EAwIw
+HzEdMBsGA1UEAwwUaG9va2xpbmUgdGVzdCBjbGllbnQwIBcNMjYxMTI3MDU1MTQ4
+WhgPMjEyNjExMDMwNTUxNDhaMB8xHTAbBgNVBAMMFGhvb2tsaW5lIHRlc3QgY2xp
+ZW50MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE+XTYyPUvOz8xbsjzlbDdDVGS
+EYxkVc9s/0IzNC+LxMXdFHLztqXycmcKPsmkUTI/562b4+nhw2lzH3D9woLvgqNT
+MFEwHQYDVR0OBBYEFFgHFybjedyKAxvhoD8j75zqsailMB8GA1UdIwQYMBaAFFgH
+FybjedyKAxvhoD8j75zqsailMA8GA1UdEwEB/wQFMAMBAf8wCgYIKoZIzj0EAwID
+SQAwRgIhAK+GIZSRzmoiu2MDVQDDdubDUJLGMJL4oOUVxmjRw1s7AiEA5jVbY9xp
+xtIYC2K9ynUcQPYeeOhv/yuMcGlC75LvydI=
+-----END CERTIFICATE-----`;
+const TEST_KEY = `-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgNdassstt5BjE/hes
+2uttcO70NibNaoZT1ds/d1V9zCuhRANCAAT5dNjI9S87PzFuyPOVsN0NUZIRjGRV
+z2z/QjM0L4vExd0UcvO2pfJyZwo+yaRRMj/nrZvj6eHDaXMfcP3Cgu+C
+-----END PRIVATE KEY-----`;
+
+describe('OpenTelemetry settings', () => {
+  const dir = mkdtempSync(path.join(process.env.HOOKLINE_TEST_DIR ?? tmpdir(), 'otel-'));
+  const file = (name: string, text: string) => {
+    writeFileSync(path.join(dir, name), text);
+    return path.join(dir, name);
+  };
+  const problemsOf = (env: Record<string, string>): string[] => {
+    try {
+      loadConfig({ ...KEK, ...env });
+      return [];
+    } catch (err) {
+      return (err as ConfigError).problems;
+    }
+  };
+
+  it('refuses a bad value of every one of them, all at once, each by its name', () => {
+    const notPem = file('not.pem', 'hello\n');
+    const missing = path.join(dir, 'missing.pem');
+    const bad: Record<string, string> = {
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'ftp://collector:4318',
+      OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'collector:4318/v1/traces',
+      OTEL_EXPORTER_OTLP_HEADERS: 'x-api-key',
+      OTEL_EXPORTER_OTLP_TRACES_HEADERS: 'x-api-key=%zz',
+      OTEL_EXPORTER_OTLP_TIMEOUT: '0',
+      OTEL_EXPORTER_OTLP_TRACES_TIMEOUT: 'soon',
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc',
+      OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/protobuf',
+      OTEL_EXPORTER_OTLP_COMPRESSION: 'zstd',
+      OTEL_EXPORTER_OTLP_TRACES_COMPRESSION: 'deflate',
+      OTEL_EXPORTER_OTLP_CERTIFICATE: missing,
+      OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE: notPem,
+      OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE: missing,
+      OTEL_EXPORTER_OTLP_TRACES_CLIENT_CERTIFICATE: notPem,
+      OTEL_EXPORTER_OTLP_CLIENT_KEY: missing,
+      OTEL_EXPORTER_OTLP_TRACES_CLIENT_KEY: notPem,
+      OTEL_BSP_SCHEDULE_DELAY: '-1',
+      OTEL_BSP_EXPORT_TIMEOUT: '1.5',
+      OTEL_BSP_MAX_QUEUE_SIZE: '0',
+      OTEL_BSP_MAX_EXPORT_BATCH_SIZE: 'many',
+      OTEL_TRACES_SAMPLER: 'sometimes',
+      OTEL_TRACES_SAMPLER_ARG: '1.5',
+      OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT: '-5',
+      OTEL_ATTRIBUTE_COUNT_LIMIT: 'x',
+      OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT: 'x',
+      OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT: '1e3',
+      OTEL_SPAN_EVENT_COUNT_LIMIT: 'x',
+      OTEL_SPAN_LINK_COUNT_LIMIT: 'x',
+      OTEL_SPAN_ATTRIBUTE_PER_EVENT_COUNT_LIMIT: 'x',
+      OTEL_SPAN_ATTRIBUTE_PER_LINK_COUNT_LIMIT: 'x',
+    };
+    // every OpenTelemetry setting the service declares, but the service name (any text is one)
+    expect(Object.keys(bad).sort()).toEqual(SETTINGS.map((s) => s.env).filter((e) => e.startsWith('OTEL_') && e !== 'OTEL_SERVICE_NAME').sort());
+    const problems = problemsOf(bad);
+    expect(problems.map((p) => p.slice(0, p.indexOf(':'))).sort()).toEqual(Object.keys(bad).sort());
+    expect(problems).toEqual(expect.arrayContaining([
+      'OTEL_EXPORTER_OTLP_PROTOCOL: must be one of http/json, got "grpc"',
+      `OTEL_EXPORTER_OTLP_CERTIFICATE: cannot read ${missing} (ENOENT)`,
+      `OTEL_EXPORTER_OTLP_TRACES_CLIENT_KEY: ${notPem} is not a PEM private key (without a passphrase)`,
+      'OTEL_TRACES_SAMPLER_ARG: expected a number from 0 to 1, got "1.5"',
+    ]));
+  });
+
+  it('takes good values as given, each traces variable over its general one', () => {
+    const ca = file('ca.pem', TEST_CERTIFICATE);
+    const cert = file('client.pem', TEST_CERTIFICATE);
+    const key = file('client.key', TEST_KEY);
+    const tracing = loadConfig({
+      ...KEK,
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'https://collector:4318',
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      OTEL_EXPORTER_OTLP_COMPRESSION: 'none',
+      OTEL_EXPORTER_OTLP_TRACES_COMPRESSION: 'gzip',
+      OTEL_EXPORTER_OTLP_CERTIFICATE: ca,
+      OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE: cert,
+      OTEL_EXPORTER_OTLP_TRACES_CLIENT_KEY: path.relative(process.cwd(), key),
+      OTEL_BSP_MAX_QUEUE_SIZE: '100',
+      OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+      OTEL_TRACES_SAMPLER_ARG: '0.25',
+      OTEL_ATTRIBUTE_COUNT_LIMIT: '64',
+      OTEL_SPAN_EVENT_COUNT_LIMIT: '0',
+    }).tracing;
+    expect(tracing).toMatchObject({
+      endpoint: 'https://collector:4318/v1/traces',
+      compression: 'gzip',
+      tls: { ca, cert, key },
+      // the batch size follows a smaller queue
+      batch: { scheduledDelayMs: 5000, exportTimeoutMs: 30000, maxQueueSize: 100, maxExportBatchSize: 100 },
+      sampler: 'parentbased_traceidratio',
+      samplerRatio: 0.25,
+      attributeLimits: { attributeCountLimit: 64, attributeValueLengthLimit: Infinity },
+      spanLimits: { attributeCountLimit: 64, eventCountLimit: 0, linkCountLimit: 128 },
+    });
+    expect(loadConfig(KEK).tracing).toMatchObject({ compression: 'none', tls: { ca: undefined, cert: undefined, key: undefined }, sampler: 'parentbased_always_on', samplerRatio: 1, batch: { maxQueueSize: 2048, maxExportBatchSize: 512 } });
+  });
+
+  it('refuses a client certificate without its key, a key without its certificate, a key of another, and a batch above the queue', () => {
+    const cert = file('pair.pem', TEST_CERTIFICATE);
+    const key = file('pair.key', TEST_KEY);
+    const other = file('other.key', generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString());
+    expect(problemsOf({ OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE: cert })).toEqual([expect.stringMatching(/^OTEL_EXPORTER_OTLP_CLIENT_KEY: required with OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE/)]);
+    expect(problemsOf({ OTEL_EXPORTER_OTLP_TRACES_CLIENT_KEY: key })).toEqual([expect.stringMatching(/^OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE: required with OTEL_EXPORTER_OTLP_CLIENT_KEY/)]);
+    expect(problemsOf({ OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE: cert, OTEL_EXPORTER_OTLP_CLIENT_KEY: other })).toEqual([expect.stringMatching(/^OTEL_EXPORTER_OTLP_CLIENT_KEY: not the private key of the client certificate/)]);
+    expect(problemsOf({ OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE: cert, OTEL_EXPORTER_OTLP_CLIENT_KEY: key })).toEqual([]);
+    expect(problemsOf({ OTEL_BSP_MAX_QUEUE_SIZE: '100', OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '200' })).toEqual(['OTEL_BSP_MAX_EXPORT_BATCH_SIZE: must not exceed OTEL_BSP_MAX_QUEUE_SIZE (100), got 200']);
+    // what the key file holds is never shown
+    const problems = problemsOf({ OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE: key, OTEL_EXPORTER_OTLP_CLIENT_KEY: key });
+    expect(problems.join('\n')).not.toContain(TEST_KEY.split('\n')[1]);
   });
 });

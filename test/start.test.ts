@@ -87,6 +87,10 @@ describe('npm start on an empty data dir', () => {
     service = spawnBuilt('service/main.ts', ['--dev'], env);
     const first = await waitForHealth(url, 170_000);
     const [, demoKey] = await service.waitForOutput(/^\s+(hlk_\S+)$/m);
+    // the banner names where to go next, the dashboard among them
+    expect(service.stdout()).toContain(`  API         ${url}/v1 `);
+    expect(service.stdout()).toContain(`  Dashboard   ${url}/ui `);
+    expect((await fetch(`${url}/ui`)).status).toBe(200);
     // development mode says what it relaxed, before anything else
     expect(service.stderr()).toMatch(/DEVELOPMENT MODE[\s\S]*DESTINATION_ALLOWED_NETWORKS=loopback/);
     process.stderr.write(`npm start, first run on an empty data dir: health 200 after ${first.ms} ms\n`);

@@ -180,7 +180,7 @@ const DESTINATION_CHANGE_TOOLS: ToolSpec[] = [
   },
   {
     name: 'list_destination_changes', title: 'History of a destination', group: 'read', scope: 'read:destinations',
-    description: 'Every change of the destination, newest first: who (API key), when, the action and each member before and after; credentials masked, signing secrets never.',
+    description: 'Every change of the destination, newest first: who (an API key, or the delivery stage when a 410 Gone disabled it, with the delivery as cause), when, the action and each member before and after; credentials masked, signing secrets never.',
     input: { properties: { destination_id: destinationId, limit, cursor }, required: ['destination_id'] }, output: 'DestinationChangeList', annotations: { readOnlyHint: true },
     run: (d, c) => rest(d, c, 'GET', tenantPath(c, `/destinations/${enc(String(c.args.destination_id))}/changes`), { query: { limit: c.args.limit, cursor: c.args.cursor } }),
   },

@@ -15,7 +15,7 @@ import { decodeCursor, encodeCursor } from '../cursor';
 import { parseLimit } from '../paging';
 import type { NameClaims } from '../ports';
 import { validateBody, type BodyOperation } from '../validation';
-import { checkUrl, destinationView, etagOf, holdsName, READ_ONLY_MEMBERS, readAuth, readFilter, checkEventTypes, setEtag, unmaskAuth } from './destination-members';
+import { checkUrl, destinationView, etagOf, holdsName, READ_ONLY_MEMBERS, readAuth, readFilter, checkEventTypes, setEtag, unmaskAuth, withStoredSecret } from './destination-members';
 import { acceptDestinationAuth } from '../../core/destination-auth';
 
 /** Notes one change of a destination in its history (before absent: created; after absent: deleted). */
@@ -29,7 +29,7 @@ export function changeRecorder(log: DestinationChangeLog, logger?: Logger): Chan
   return async (key, before, after, rotated = false) => {
     const d = (after ?? before)!;
     const at = new Date().toISOString();
-    const change = { id: newId('change'), tenant_id: d.tenant_id, destination_id: d.id, at, actor: key.id, action: actionOf(before, after, rotated), changes: changedMembers(before, after) };
+    const change = { id: newId('change'), tenant_id: d.tenant_id, destination_id: d.id, at, actor: key.id, action: actionOf(before, after, rotated), changes: changedMembers(before, after), cause: null };
     try {
       await log.record(change);
     } catch (err) {
@@ -118,11 +118,13 @@ export function destinationChangesRouter(deps: DestinationChangeDeps): Router {
     const unknown = object ? Object.keys(raw).filter((k) => !KNOWN.has(k)) : [];
     const known = object ? Object.fromEntries(Object.entries(raw as Record<string, unknown>).filter(([k]) => KNOWN.has(k))) : raw;
     const operation: BodyOperation = mode === 'patch' ? 'patchDestination' : 'replaceDestination';
-    const check = validateBody<ChangeBody>(operation, known);
+    const current = store.get('destination', key.tenant_id, id);
+    // as sent: a masked secret is resolved again against the version the lock holds
+    const sentAuth = object ? (known as ChangeBody).auth : undefined;
+    const check = validateBody<ChangeBody>(operation, withStoredSecret(known, current?.auth));
     const b = check.body;
     const has = (m: string) => Object.prototype.hasOwnProperty.call(b, m);
     if (b.url !== undefined) checkUrl(check, b.url, deps.httpsOnly);
-    const current = store.get('destination', key.tenant_id, id);
     let refused: FieldError[] = [];
     let filter: unknown[] | null | undefined;
     if (has('filter')) filter = b.filter === null ? null : ({ filter, refused } = readFilter(check, b.filter!)).filter;
@@ -148,8 +150,10 @@ export function destinationChangesRouter(deps: DestinationChangeDeps): Router {
       if (b.url !== undefined) next.url = b.url;
       const schedule = take('retry_schedule_ms', b.retry_schedule_ms, null);
       if (schedule !== undefined) next.retry_schedule_ms = schedule;
-      // a masked secret stands for the secret of this version, the one the lock holds
-      if (has('auth') || mode === 'replace') next.auth = b.auth ? acceptDestinationAuth(unmaskAuth(b.auth, cur.auth)).auth : null;
+      // a masked secret stands for the secret of this version, the one the lock holds; when
+      // that one is another, for the secret it was checked as
+      const held = sentAuth ? unmaskAuth(sentAuth, cur.auth) : undefined;
+      if (has('auth') || mode === 'replace') next.auth = b.auth ? acceptDestinationAuth(held && held !== sentAuth ? held : b.auth).auth : null;
       const rate = take('rate_limit_per_s', b.rate_limit_per_s, null);
       if (rate !== undefined) next.rate_limit_per_s = rate;
       const ordered = take('ordered', b.ordered, false);

@@ -51,6 +51,17 @@ export function readAuth<T>(check: BodyCheck<T>, auth: DestinationAuth, current:
   return accepted.auth;
 }
 
+/**
+ * The body as it is checked: a secret sent back masked stands for the stored secret and is
+ * checked in its place, since a mask may be shorter than a secret can be.
+ */
+export function withStoredSecret(body: unknown, current: DestinationAuth | null | undefined): unknown {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return body;
+  const auth = (body as { auth?: unknown }).auth;
+  if (typeof auth !== 'object' || auth === null) return body;
+  return { ...body, auth: unmaskAuth(auth as DestinationAuth, current) };
+}
+
 export function unmaskAuth(auth: DestinationAuth, current: DestinationAuth | null | undefined): DestinationAuth {
   const stored = authSecret(current);
   if (stored === undefined || current?.type !== auth.type || authSecret(auth) !== maskValue(stored)) return auth;

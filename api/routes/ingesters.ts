@@ -16,7 +16,7 @@ import { MASK, maskValue, SECRET_FIELDS } from '../../core/secrets/fields';
 /** Config members whose values are secrets: masked in answers, looked for in TRUST-006's scan. */
 export { SECRET_FIELDS };
 
-/** Provider settings as the API shows them: every secret reduced to its last four characters. */
+/** Provider settings as the API shows them: every secret masked (`maskValue`). */
 export function maskConfig(config: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(config)) out[k] = SECRET_FIELDS.test(k) ? (Array.isArray(v) ? v.map(maskValue) : maskValue(v)) : v;
@@ -34,8 +34,11 @@ export function unmaskConfig(next: Record<string, unknown>, previous: Record<str
     const old = previous[k];
     if (typeof v === 'string' && v.startsWith(MASK) && typeof old === 'string' && maskValue(old) === v) out[k] = old;
     if (Array.isArray(v) && Array.isArray(old)) {
-      out[k] = v.map((item) => {
+      out[k] = v.map((item, i) => {
         if (typeof item !== 'string' || !item.startsWith(MASK)) return item;
+        // short secrets may share a mask: an array sent back as shown keeps each in its place
+        const same = old[i];
+        if (typeof same === 'string' && maskValue(same) === item) return same;
         return old.find((o) => typeof o === 'string' && maskValue(o) === item) ?? item;
       });
     }

@@ -13,6 +13,7 @@ import { sendErrorMessage, type HttpSender, type SendResult } from './http-sende
 import { delayTopicFor } from './delay';
 import { OUTCOME_LINES, outcomeLineFields } from './lines';
 import { authHeader } from '../../core/destination-auth';
+import { changedMembers } from '../../core/destination-changes';
 import { holdTask, isHeld } from './hold';
 import type { OrderedLines } from './ordered-lines';
 import { attemptKey, type AttemptMarks, type FinishedAttempt } from './attempt-marks';
@@ -25,8 +26,11 @@ import { SPAN_ATTRIBUTES, SpanKind, SpanStatusCode, type Span } from '../../plat
 /** What delivery needs of the configuration. */
 export interface DestinationPort {
   get(kind: 'destination', tenantId: string, id: string): Destination | undefined;
-  /** Marks the destination disabled (410 Gone); false when it was deleted meanwhile. */
-  disable(destination: Destination, reason: string): Promise<boolean>;
+  /**
+   * Marks the destination disabled (410 Gone): its versions before and after; undefined when it
+   * was deleted, or already disabled, meanwhile.
+   */
+  disable(destination: Destination, reason: string): Promise<{ before: Destination; after: Destination } | undefined>;
 }
 
 /**
@@ -306,7 +310,12 @@ export function deliverStage(deps: DeliverDeps): RecordStage<'DeliveryTask'> {
     outcome.next_attempt_at = decision.action === 'retry' ? decision.at : null;
     if (decision.action === 'dead') {
       // the failure path only: a delivered attempt never gets here
-      if (decision.disableDestination && (await deps.destinations.disable(destination, decision.reason))) await deps.happenings?.destinationDisabled(destination, decision.reason, task);
+      const disabled = decision.disableDestination ? await deps.destinations.disable(destination, decision.reason) : undefined;
+      if (disabled) {
+        // the outcome carries the change to the sink, which writes it into the destination's history
+        outcome.destination_change = JSON.stringify(changedMembers(disabled.before, disabled.after));
+        await deps.happenings?.destinationDisabled(destination, decision.reason, task);
+      }
       if (decision.exhausted) await deps.happenings?.deliveryExhausted(task, destination, decision.reason);
     }
     const next = followUp(task, key, decision, log, fields, outcome);

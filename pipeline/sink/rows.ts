@@ -1,4 +1,6 @@
 import { derivedId } from '../../core/ids';
+import { DELIVERY_STAGE_ACTOR, type MemberChange } from '../../core/destination-changes';
+import { changeRow } from '../../platform/clickhouse/destination-changes';
 import { encodeStoredBody, sha256Hex } from '../../core/stored-body';
 import { OUTCOME_LINES, outcomeLineFields } from '../deliver/lines';
 import type { DeadLetter, DeadLetterReplay, DeliveryOutcome, EvidenceBatch, EventTransition, WebhookEvent } from '../../platform/avro/records';
@@ -135,11 +137,36 @@ export function deliveryRow(o: DeliveryOutcome, traceId = '') {
 }
 
 /**
- * Every row one delivery attempt's outcome makes: the attempt, its log line and, when it
- * delivered, the event's `delivered` transition; the first two name the attempt's trace.
+ * The history entry of the destination an attempt's 410 Gone disabled: made by the delivery
+ * stage, caused by that attempt. Its id is derived from the attempt, so a record read twice
+ * leaves one row.
  */
-export function outcomeRows(o: DeliveryOutcome, traceId?: string): { deliveries: ReturnType<typeof deliveryRow>; logs: ReturnType<typeof outcomeLogRow>; event_transitions?: ReturnType<typeof deliveredRow> } {
-  return { deliveries: deliveryRow(o, traceId), logs: outcomeLogRow(o, traceId), ...(o.status === 'delivered' ? { event_transitions: deliveredRow(o) } : {}) };
+function disabledRow(o: DeliveryOutcome, changes: string) {
+  const at = o.attempted_at + o.duration_ms;
+  return changeRow({
+    id: derivedId('change', at, `${o.delivery_id}:${o.attempt_number}:disabled`),
+    tenant_id: o.tenant_id,
+    destination_id: o.destination_id,
+    at: new Date(at).toISOString(),
+    actor: DELIVERY_STAGE_ACTOR,
+    action: 'disabled',
+    changes: JSON.parse(changes) as Record<string, MemberChange>,
+    cause: { delivery_id: o.delivery_id, event_id: o.event_id, attempt_number: o.attempt_number, response_code: o.response_code },
+  });
+}
+
+/**
+ * Every row one delivery attempt's outcome makes: the attempt, its log line, when it delivered
+ * the event's `delivered` transition, and when it disabled its destination that change; the
+ * first two name the attempt's trace.
+ */
+export function outcomeRows(o: DeliveryOutcome, traceId?: string): { deliveries: ReturnType<typeof deliveryRow>; logs: ReturnType<typeof outcomeLogRow>; event_transitions?: ReturnType<typeof deliveredRow>; destination_changes?: ReturnType<typeof disabledRow> } {
+  return {
+    deliveries: deliveryRow(o, traceId),
+    logs: outcomeLogRow(o, traceId),
+    ...(o.status === 'delivered' ? { event_transitions: deliveredRow(o) } : {}),
+    ...(o.destination_change ? { destination_changes: disabledRow(o, o.destination_change) } : {}),
+  };
 }
 
 /** The rows of one sealed evidence batch, per table. */

@@ -13,7 +13,7 @@ import { endSpan, recordSpanAttributes, isTracing, SPAN_ATTRIBUTES, SpanKind, st
  * The tables the sink fills, in the order a flush inserts them: a checkpoint row goes in only
  * after the leaves and nodes its proofs need.
  */
-export const SINK_TABLES = ['events', 'event_types', 'event_transitions', 'deliveries', 'logs', 'dead_letters', 'dead_letter_replays', 'evidence_nodes', 'evidence_leaves', 'evidence_checkpoints'] as const;
+export const SINK_TABLES = ['events', 'event_types', 'event_transitions', 'deliveries', 'destination_changes', 'logs', 'dead_letters', 'dead_letter_replays', 'evidence_nodes', 'evidence_leaves', 'evidence_checkpoints'] as const;
 export type SinkTable = (typeof SINK_TABLES)[number];
 
 /** Columns named on insert where the JSON row is not the table's shape (an EPHEMERAL input). */
@@ -77,9 +77,9 @@ interface SinkInput {
 const STATE_FIELDS = ['event_id', 'tenant_id', 'ingester_id', 'correlation_id'] as const;
 
 /**
- * Copies events, transitions, delivery attempts, logs, the dead letters of every stage with their
- * replays, and the sealed evidence log into ClickHouse, thousands of rows per insert and at most
- * `flushMs` late. Offsets are committed
+ * Copies events, transitions, delivery attempts (and the destination changes they made), logs,
+ * the dead letters of every stage with their replays, and the sealed evidence log into
+ * ClickHouse, thousands of rows per insert and at most `flushMs` late. Offsets are committed
  * only after the insert, and every table dedupes on its ORDER BY, so records consumed twice
  * leave one row. Once a delivered attempt's evidence is in (its leaf, the nodes of its proof
  * and the signed checkpoint: evidence `confirmed`) the delivery moves to `acked`.
@@ -194,6 +194,7 @@ export async function runSink(topics: Topics, writer: RowWriter, deps: RunnerDep
           rows.push(made.deliveries);
           rowsOf('logs').push(made.logs);
           if (made.event_transitions) rowsOf('event_transitions').push(made.event_transitions);
+          if (made.destination_changes) rowsOf('destination_changes').push(made.destination_changes);
           buffer.count += 1;
           break;
         }

@@ -79,6 +79,8 @@ export interface DeliveryOutcome {
   replay_job_id?: string | null;
   /** First 4 KiB of the response body as text; null when no answer came. */
   response_body?: string | null;
+  /** The members this attempt's 410 Gone moved when it disabled the destination, as JSON; else null. */
+  destination_change?: string | null;
 }
 
 export interface ConfigEntry {

@@ -1,5 +1,5 @@
 import type { ClickHouseClient } from '@clickhouse/client';
-import type { ChangeAction, DestinationChange, MemberChange } from '../../core/destination-changes';
+import type { ChangeAction, ChangeCause, DestinationChange, MemberChange } from '../../core/destination-changes';
 import { isoFromClickHouse } from './time';
 
 interface ChangeRow {
@@ -9,14 +9,30 @@ interface ChangeRow {
   actor: string;
   action: string;
   changes: string;
+  cause: string;
 }
 
 /** `2026-01-02T03:04:05.678Z` -> `2026-01-02 03:04:05.678`, as DateTime64(3) reads it. */
 const clickHouseTime = (iso: string) => iso.replace('T', ' ').replace(/Z$/, '');
 
+/** A change as its row in `destination_changes`: `cause` is JSON, '' for a change made through the API. */
+export function changeRow(change: DestinationChange) {
+  return {
+    tenant_id: change.tenant_id,
+    destination_id: change.destination_id,
+    id: change.id,
+    at: clickHouseTime(change.at),
+    actor: change.actor,
+    action: change.action,
+    changes: JSON.stringify(change.changes),
+    cause: change.cause ? JSON.stringify(change.cause) : '',
+  };
+}
+
 /**
- * The history of destinations in the `destination_changes` table (migration 007): one row per
- * change, keyed (tenant, destination, id); ids are ULIDs, so the newest sort last.
+ * The history of destinations in the `destination_changes` table (migrations 007 and 012): one
+ * row per change, keyed (tenant, destination, id); ids are ULIDs, so the newest sort last. The
+ * API writes the changes made through it; the sink those the delivery stage makes (a 410 Gone).
  */
 export class DestinationChangeLog {
   constructor(
@@ -27,7 +43,7 @@ export class DestinationChangeLog {
   async record(change: DestinationChange): Promise<void> {
     await this.clickhouse.insert({
       table: `${this.database}.destination_changes`,
-      values: [{ tenant_id: change.tenant_id, destination_id: change.destination_id, id: change.id, at: clickHouseTime(change.at), actor: change.actor, action: change.action, changes: JSON.stringify(change.changes) }],
+      values: [changeRow(change)],
       format: 'JSONEachRow',
     });
   }
@@ -37,7 +53,7 @@ export class DestinationChangeLog {
     const where = ['tenant_id = {tenant:String}', 'destination_id = {destination:String}'];
     if (before !== undefined) where.push('id < {before:String}');
     const rs = await this.clickhouse.query({
-      query: `SELECT id, destination_id, toString(at) AS at_text, actor, action, changes FROM ${this.database}.destination_changes FINAL
+      query: `SELECT id, destination_id, toString(at) AS at_text, actor, action, changes, cause FROM ${this.database}.destination_changes FINAL
               WHERE ${where.join(' AND ')} ORDER BY id DESC LIMIT {limit:UInt32}`,
       query_params: { tenant: tenantId, destination: destinationId, before, limit },
       format: 'JSONEachRow',
@@ -49,6 +65,7 @@ export class DestinationChangeLog {
       actor: r.actor,
       action: r.action as ChangeAction,
       changes: JSON.parse(r.changes) as Record<string, MemberChange>,
+      cause: r.cause ? (JSON.parse(r.cause) as ChangeCause) : null,
     }));
   }
 }

@@ -1,8 +1,6 @@
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, createTraceState, trace, type Attributes, type Link, type Span, type TimeInput, type Tracer } from '@opentelemetry/api';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { resourceFromAttributes } from '@opentelemetry/resources';
-import { BasicTracerProvider, BatchSpanProcessor, SimpleSpanProcessor, type SpanExporter, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { ATTR_ERROR_TYPE, ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, createTraceState, trace, type Attributes, type Link, type Span, type TimeInput, type Tracer, type TracerProvider } from '@opentelemetry/api';
+import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
+import type { TracingConfig } from '../../core/config';
 import { newTraceparent, parentIdOf, traceIdOf, type TraceHeaders } from './trace-context';
 
 export { SpanKind, SpanStatusCode, type Span };
@@ -48,43 +46,31 @@ export function recordSpanAttributes(topic: string, ids: DeliveryIds): Attribute
 }
 
 let tracer: Tracer | undefined;
-let provider: BasicTracerProvider | undefined;
+let provider: RecordingProvider | undefined;
 
-export interface TracingOptions {
+/** What the tracer is built from: the configuration's (core/config.ts), with the endpoint and the headers as values. */
+export interface TracingOptions extends Omit<TracingConfig, 'endpoint' | 'headers'> {
   /** The OTLP/HTTP traces endpoint (`.../v1/traces`). */
   endpoint: string;
-  serviceName: string;
   serviceVersion?: string;
   /** Headers of every export request (a hosted collector's credentials). */
-  headers?: Readonly<Record<string, string>>;
-  /** Longest wait for one export request, ms. */
-  timeoutMs?: number;
+  headers: Readonly<Record<string, string>>;
 }
 
-/** The variables the exporter would read headers from itself (core/config.ts has read them). */
-const HEADER_VARIABLES = ['OTEL_EXPORTER_OTLP_HEADERS', 'OTEL_EXPORTER_OTLP_TRACES_HEADERS'] as const;
+/** A tracer provider of the SDK, which sends what it still holds when shut down. */
+export interface RecordingProvider extends TracerProvider {
+  shutdown(): Promise<void>;
+}
 
 /**
- * The OTLP/HTTP exporter, with the headers it is given and no others. It would merge the headers
- * of the environment's variables under them, name by name, where the configuration lets the
- * traces variable replace the general one whole; so it is made with those variables out of its
- * sight (the constructor is where it reads them, synchronously).
+ * The OpenTelemetry SDK (./sdk.ts), loaded when a process first records spans: a process
+ * without tracing never loads it, nor the exporter's HTTP and protobuf stack.
  */
-function otlpExporter(options: TracingOptions): OTLPTraceExporter {
-  const saved = HEADER_VARIABLES.map((name) => [name, process.env[name]] as const);
-  for (const name of HEADER_VARIABLES) delete process.env[name];
-  try {
-    return new OTLPTraceExporter({ url: options.endpoint, headers: { ...options.headers }, timeoutMillis: options.timeoutMs });
-  } finally {
-    for (const [name, value] of saved) if (value !== undefined) process.env[name] = value;
-  }
+function sdk(): typeof import('./sdk') {
+  return require('./sdk') as typeof import('./sdk');
 }
 
-function install(processor: SpanProcessor, serviceName: string, serviceVersion?: string): () => Promise<void> {
-  const own = new BasicTracerProvider({
-    resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: serviceName, ...(serviceVersion ? { [ATTR_SERVICE_VERSION]: serviceVersion } : {}) }),
-    spanProcessors: [processor],
-  });
+function install(own: RecordingProvider): () => Promise<void> {
   const previous = provider;
   provider = own;
   tracer = own.getTracer('hookline');
@@ -105,7 +91,7 @@ function install(processor: SpanProcessor, serviceName: string, serviceVersion?:
  * endpoint) the process records no span at all: only the trace context travels.
  */
 export function startTracing(options: TracingOptions): () => Promise<void> {
-  return install(new BatchSpanProcessor(otlpExporter(options)), options.serviceName, options.serviceVersion);
+  return install(sdk().exportingProvider(options));
 }
 
 /**
@@ -113,7 +99,7 @@ export function startTracing(options: TracingOptions): () => Promise<void> {
  * returned function is called.
  */
 export function installSpanExporter(exporter: SpanExporter, serviceName = 'hookline'): () => Promise<void> {
-  return install(new SimpleSpanProcessor(exporter), serviceName);
+  return install(sdk().recordingProvider(exporter, serviceName));
 }
 
 /** True while spans are recorded in this process. */
@@ -181,7 +167,7 @@ export function traceLink(traceId: string, attributes: Attributes): Link {
 export function endSpan(span: Span, err?: unknown): void {
   if (err !== undefined) {
     span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) });
-    span.setAttribute(ATTR_ERROR_TYPE, err instanceof Error ? err.name : 'error');
+    span.setAttribute('error.type', err instanceof Error ? err.name : 'error');
   }
   span.end();
 }

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { maxHeaderSize } from 'node:http';
 import { newId, ulid } from '../../core/ids';
 import { SCOPES, type Scope } from '../../core/scopes';
 import type { ErrorSlug } from '../../core/errors';
@@ -424,7 +425,7 @@ describe('API contract: every route and every answer that applies', () => {
       const post = await svc.api('POST', `${base()}/ingesters`, { name: 'shape', provider: 'generic', config: { signing_secret: 'contract-secret' }, destination_ids: [f.dest] });
       expect(post.status).toBe(201);
       expect(post.body).toMatchObject({
-        id: expect.stringMatching(/^ing_[0-9a-z]{26}$/), name: 'shape', provider: 'generic', config: { signing_secret: '****cret' },
+        id: expect.stringMatching(/^ing_[0-9a-z]{26}$/), name: 'shape', provider: 'generic', config: { signing_secret: '****ret' },
         hook_url: `${svc.url}/v1/hooks/${post.body.id}`, filters: [], delivery_flows: [{ id: expect.stringMatching(/^flw_/), name: expect.any(String), destination_ids: [f.dest] }],
       });
       expect(isIsoUtc(post.body.created_at) && isIsoUtc(post.body.updated_at)).toBe(true);
@@ -435,7 +436,7 @@ describe('API contract: every route and every answer that applies', () => {
       expect(list.body.ingesters.find((i: { id: string }) => i.id === post.body.id)).toEqual(post.body);
       const put = await svc.api('PUT', `${base()}/ingesters/${post.body.id}`, { name: 'shape renamed' });
       expect(put.status).toBe(200);
-      expect(put.body).toMatchObject({ id: post.body.id, name: 'shape renamed', provider: 'generic', config: { signing_secret: '****cret' } });
+      expect(put.body).toMatchObject({ id: post.body.id, name: 'shape renamed', provider: 'generic', config: { signing_secret: '****ret' } });
       expect(Date.parse(put.body.updated_at)).toBeGreaterThanOrEqual(Date.parse(post.body.updated_at));
       const del = await svc.api('DELETE', `${base()}/ingesters/${post.body.id}`);
       expect([del.status, del.body]).toEqual([204, undefined]);
@@ -922,6 +923,16 @@ describe('API contract: every route and every answer that applies', () => {
       const res = await rawRequest(svc.url, { method: 'FROB', path: `${base()}/destinations`, headers: { authorization: `Bearer ${svc.apiKey}` } });
       expect(res.status).toBe(400);
       expect(problemViolations(res, errorBase())).toEqual([]);
+    });
+
+    it('a request whose headers exceed the server\'s limit is a 431 problem, not a 400', async () => {
+      const headers = { authorization: `Bearer ${svc.apiKey}`, 'x-padding': 'x'.repeat(maxHeaderSize) };
+      const res = await rawRequest(svc.url, { method: 'GET', path: `${base()}/destinations`, headers });
+      expectProblem(res, 431, 'request-header-fields-too-large', errorBase());
+      expect(res.headers.connection).toBe('close');
+      // just under the limit the same request is answered by the route
+      const under = await rawRequest(svc.url, { method: 'GET', path: `${base()}/destinations`, headers: { ...headers, 'x-padding': 'x'.repeat(maxHeaderSize - 1024) } });
+      expect(under.status).toBe(200);
     });
   });
 

@@ -5,7 +5,7 @@ import type { Destination } from '../../core/model';
 import { destinationWithIngester, sendEvent } from '../support/flow';
 import { randomKeyring } from '../support/keyring';
 import { receiverPool, type ReceivedRequest } from '../support/receiver';
-import { startTestService, type TestService } from '../support/service';
+import { eventually, startTestService, type TestService } from '../support/service';
 
 /**
  * Operators change destinations: merge-patch and replacement with their refusals, If-Match
@@ -202,6 +202,39 @@ describe('destination changes', () => {
     const after = await svc.api('GET', `${base()}/${id}/changes?limit=1`);
     expect(after.body.changes[0]).toMatchObject({ action: 'deleted', actor });
     expect((await svc.api('GET', `${base()}/dst_01j9zx5w3k8f6t2q4r7m1n0bcd/changes`)).status).toBe(404);
+  });
+
+  it('a destination its receiver disabled with 410 Gone has that change in its history: by the delivery stage, caused by the attempt', async () => {
+    const receiver = await receivers.next();
+    receiver.respondWith(410);
+    const { destinationId, hookUrl } = await destinationWithIngester(svc, 'gone', receiver.url, { retry_schedule_ms: [0, 100] });
+    const eventId = await sendEvent(hookUrl);
+    const disabled = await eventually('the destination disabled', async () => {
+      const d = await svc.api('GET', `${base()}/${destinationId}`);
+      return d.body.status === 'disabled' ? (d.body as Json) : undefined;
+    });
+    expect(disabled.disabled_reason).toMatch(/410/);
+    const changes = await eventually('the disabling in the history', async () => {
+      const h = await svc.api('GET', `${base()}/${destinationId}/changes`);
+      expect(h.status).toBe(200);
+      const list = h.body.changes as Json[];
+      return list.some((c) => c.action === 'disabled') ? list : undefined;
+    });
+    const [attempt] = receiver.requests;
+    expect(receiver.requests).toHaveLength(1);
+    expect(changes).toEqual([
+      {
+        id: expect.stringMatching(/^chg_/),
+        at: expect.any(String),
+        actor: 'stage:deliver',
+        action: 'disabled',
+        changes: { status: { from: 'active', to: 'disabled' }, enabled: { from: true, to: false }, disabled_reason: { from: null, to: disabled.disabled_reason } },
+        cause: { delivery_id: attempt!.headers['webhook-id'], event_id: eventId, attempt_number: 1, response_code: 410 },
+      },
+      expect.objectContaining({ action: 'created', actor: keyIdOf(svc.apiKey), cause: null }),
+    ]);
+    // dated by the attempt that got the 410
+    expect(Math.abs(Date.parse(changes[0]!.at) - attempt!.at)).toBeLessThan(1000);
   });
 
   it('rotation: during the overlap deliveries verify with the old and the new secret, afterwards with the new one only', async () => {

@@ -44,6 +44,17 @@ describe('tenant resources', () => {
     expect((await svc.api('DELETE', `${base()}/destinations/${d.body.id}`)).status).toBe(404);
   });
 
+  it('shows at most a quarter of a short secret, and keeps it on a GET-then-PUT (secrets that share a mask each in its place)', async () => {
+    const created = await svc.api('POST', `${base()}/ingesters`, { name: 'short-secret', provider: 'generic', config: { signing_secret: 'secret', signing_secrets: ['abc', 'xyz'] } });
+    expect(created.status).toBe(201);
+    expect(created.body.config).toMatchObject({ signing_secret: '****t', signing_secrets: ['****', '****'] });
+    const got = await svc.api('GET', `${base()}/ingesters/${created.body.id}`);
+    expect(got.body.config).toMatchObject({ signing_secret: '****t', signing_secrets: ['****', '****'] });
+    const put = await svc.api('PUT', `${base()}/ingesters/${created.body.id}`, { name: 'short-secret', config: got.body.config });
+    expect(put.status).toBe(200);
+    expect(svc.service.store.get('ingester', svc.tenantId, created.body.id)!.config).toMatchObject({ signing_secret: 'secret', signing_secrets: ['abc', 'xyz'] });
+  });
+
   it('updates an ingester without losing a masked secret, and deletes it', async () => {
     const secret = 'keep-this-secret';
     const created = await svc.api('POST', `${base()}/ingesters`, { name: 'upd', provider: 'generic', config: { signing_secret: secret } });

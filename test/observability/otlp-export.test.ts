@@ -1,4 +1,5 @@
 import http from 'node:http';
+import { gunzipSync } from 'node:zlib';
 import { inspect } from 'node:util';
 import type { AddressInfo } from 'node:net';
 import { loadConfig } from '../../core/config';
@@ -49,7 +50,8 @@ describe('OTLP export', () => {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
-        exports.push({ path: req.url ?? '', headers: req.headers, body: JSON.parse(Buffer.concat(chunks).toString()) as OtlpExport });
+        const body = Buffer.concat(chunks);
+        exports.push({ path: req.url ?? '', headers: req.headers, body: JSON.parse((req.headers['content-encoding'] === 'gzip' ? gunzipSync(body) : body).toString()) as OtlpExport });
         res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
       });
     });
@@ -77,6 +79,7 @@ describe('OTLP export', () => {
       OTEL_EXPORTER_OTLP_HEADERS: `x-general-only=${GENERAL_SECRET}`,
       OTEL_EXPORTER_OTLP_TRACES_HEADERS: ` Authorization = Bearer%20${TRACES_SECRET}%2Cend , x-honeycomb-dataset=hookline`,
       OTEL_EXPORTER_OTLP_TRACES_TIMEOUT: '5000',
+      OTEL_EXPORTER_OTLP_TRACES_COMPRESSION: 'gzip',
       LOG_LEVEL: 'debug',
     });
     for (const name of ['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', 'OTEL_EXPORTER_OTLP_TIMEOUT', 'SECRETS_KEK_FILE']) delete env[name];
@@ -99,7 +102,7 @@ describe('OTLP export', () => {
     expect(exports.length).toBeGreaterThan(0);
     expect(new Set(exports.map((e) => e.path))).toEqual(new Set(['/v1/traces']));
     for (const { headers } of exports) {
-      expect(headers).toMatchObject({ authorization: `Bearer ${TRACES_SECRET},end`, 'x-honeycomb-dataset': 'hookline' });
+      expect(headers).toMatchObject({ authorization: `Bearer ${TRACES_SECRET},end`, 'x-honeycomb-dataset': 'hookline', 'content-encoding': 'gzip' });
       expect(headers['x-general-only']).toBeUndefined();
     }
     // the credentials reach the collector and nothing else: not one line the process wrote

@@ -51,7 +51,7 @@ describe('attempt marks', () => {
     sent.length = 0;
   });
 
-  const stage = () => deliverStage({ topics, sender, breakers, defaultSchedule: [0, 60_000], destinations: { get: () => destination, disable: async () => true }, isRefusal: () => false, marks: attemptMarksIn(marks) });
+  const stage = () => deliverStage({ topics, sender, breakers, defaultSchedule: [0, 60_000], destinations: { get: () => destination, disable: async () => undefined }, isRefusal: () => false, marks: attemptMarksIn(marks) });
 
   it('writes a finished attempt\'s outcome again instead of sending it again when its task is read again', async () => {
     const id = `dlv_${uniqueSuffix()}`;
@@ -110,7 +110,7 @@ describe('attempt marks', () => {
   it('attempts again when Redis does not answer in time', async () => {
     const slow = new RedisBatchedMarks({ status: 'ready', get: () => new Promise(() => undefined) } as unknown as Redis, 'x:', { ttlMs: 1_000, readTimeoutMs: 50 });
     const id = `dlv_${uniqueSuffix()}`;
-    const s = deliverStage({ topics, sender, breakers, defaultSchedule: [0], destinations: { get: () => destination, disable: async () => true }, isRefusal: () => false, marks: attemptMarksIn(slow) });
+    const s = deliverStage({ topics, sender, breakers, defaultSchedule: [0], destinations: { get: () => destination, disable: async () => undefined }, isRefusal: () => false, marks: attemptMarksIn(slow) });
     await s.handle(task(id), ctx(true));
     expect(sent).toHaveLength(1);
   });

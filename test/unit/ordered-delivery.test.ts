@@ -47,7 +47,7 @@ function setUp(d: Destination, script: number[], maxWaitMs = 2_000) {
   const breakers = new Breakers({ errorThresholdPercentage: 50, volumeThreshold: 10_000, resetTimeoutMs: 1_000, rollingWindowMs: 10_000 });
   const stage = deliverStage({
     topics, sender, breakers, lines, defaultSchedule: [0],
-    destinations: { get: () => d, disable: async () => true },
+    destinations: { get: () => d, disable: async () => undefined },
     isRefusal: () => false,
   });
   return { stage, sender, lines, stop: () => breakers.shutdown() };

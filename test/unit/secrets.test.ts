@@ -5,6 +5,7 @@ import { ConfigError, loadConfig } from '../../core/config';
 import type { Destination, Ingester } from '../../core/model';
 import { open, seal, SecretDecryptError, type SecretPlace } from '../../core/secrets/envelope';
 import { openEntity, sealEntity, sealingOf } from '../../core/secrets/entity-secrets';
+import { maskValue } from '../../core/secrets/fields';
 import { KeyringError, parseKeyring } from '../../core/secrets/keyring';
 import { generateSignerKey, parseSignerKey } from '../../core/signed-note';
 import { loadEvidenceSigner, resealEvidenceKey } from '../../platform/evidence/signing-key';
@@ -73,6 +74,28 @@ describe('envelope encryption', () => {
     const rotated = ring(k2, k1);
     expect(open(rotated, place, old).toString()).toBe('whsec_old');
     expect(seal(rotated, place, 'whsec_new')).toMatch(/^enc:v1:k2:/);
+  });
+});
+
+describe('masked secrets', () => {
+  it.each([
+    ['', '****'],
+    ['abc', '****'],
+    ['abcd', '****d'],
+    ['secret', '****t'],
+    ['abcdefg', '****g'],
+    ['abcdefgh', '****gh'],
+    ['abcdefghijkl', '****jkl'],
+    ['abcdefghijklmno', '****mno'],
+    ['abcdefghijklmnop', '****mnop'],
+    ['keep-this-secret-for-long', '****long'],
+    ['😀😀😀😀😀😀😀😀', '****😀😀'],
+  ])('%j shows as %j: at most a quarter of it, at most four characters', (secret, shown) => {
+    expect(maskValue(secret)).toBe(shown);
+  });
+
+  it('a value that is not a string shows as the mask alone', () => {
+    for (const v of [undefined, null, 12345678, { a: 'b' }]) expect(maskValue(v)).toBe('****');
   });
 });
 
