@@ -90,7 +90,7 @@ describe('trace context through a stage', () => {
     encode: async (outputs) => outputs.map((o) => ({ topic: o.topic, key: o.key, value: Buffer.alloc(0), headers: o.headers })),
   } as Partial<Consuming> as Consuming;
   const deps = { log } as RunnerDeps;
-  const batch = { topic: topics.received, partition: 0 } as ConsumedBatch;
+  const batch = { topic: topics.received, partition: 0, uncertain: () => false } as Partial<ConsumedBatch> as ConsumedBatch;
   const run = (headers: KafkaMessage['headers']): Promise<EncodedOutput[]> => {
     const message = { offset: '5', key: null, value: Buffer.alloc(0), headers };
     return handleRecord(chain, deps, consuming, event, contextOf(batch, consuming, message));
