@@ -29,8 +29,10 @@ const UNRESOLVED = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_NODATA', 'ENODATA', '
  */
 export function sendErrorMessage(err: unknown, url: string): string {
   for (let e: unknown = err, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
+    // the code, or (an error rebuilt from another's text on its way here) the resolver's words
     const code = (e as { code?: unknown }).code;
-    if (typeof code === 'string' && UNRESOLVED.has(code)) return `host ${new URL(url).hostname} does not resolve (${code}); attempts fail until it does`;
+    const named = typeof code === 'string' && UNRESOLVED.has(code) ? code : /getaddrinfo (E[A-Z_]+)/.exec(e.message)?.[1];
+    if (named !== undefined && UNRESOLVED.has(named)) return `host ${new URL(url).hostname} does not resolve (${named}); attempts fail until it does`;
   }
   return err instanceof Error ? err.message : String(err);
 }

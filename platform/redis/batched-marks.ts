@@ -67,16 +67,21 @@ export class RedisBatchedMarks {
     if (this.pending.size > 0) {
       const batch = this.pending;
       this.pending = new Map();
-      const pipeline = this.redis.pipeline();
-      for (const [key, value] of batch) pipeline.set(this.prefix + key, value, 'PX', this.options.ttlMs);
       this.inWrite.push(batch);
-      const written = DOWN.has(this.redis.status) ? Promise.reject(new Error('redis is not reachable')) : pipeline.exec();
+      const written = DOWN.has(this.redis.status) ? Promise.reject(new Error('redis is not reachable')) : this.write(batch);
       const settled = written.then(() => undefined, (err: unknown) => this.failed(err)).finally(() => {
         this.inWrite = this.inWrite.filter((b) => b !== batch);
       });
       this.writing = Promise.all([this.writing, settled]).then(() => undefined);
     }
     return this.writing;
+  }
+
+  /** One pipeline of SET ... PX for the batch; a client that fails to build it fails the batch, never the timer. */
+  private async write(batch: Map<string, string>): Promise<void> {
+    const pipeline = this.redis.pipeline();
+    for (const [key, value] of batch) pipeline.set(this.prefix + key, value, 'PX', this.options.ttlMs);
+    await pipeline.exec();
   }
 
   private failed(err: unknown): void {
