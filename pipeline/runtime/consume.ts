@@ -138,6 +138,19 @@ export interface EncodedOutput {
   headers?: Record<string, string>;
 }
 
+/** The end (high watermark) of every partition of `topics` now, by `topic:partition`; undefined when it cannot be read. */
+async function endsOf(admin: Admin, topics: readonly string[]): Promise<Map<string, bigint> | undefined> {
+  try {
+    const ends = new Map<string, bigint>();
+    for (const topic of topics) {
+      for (const p of await admin.fetchTopicOffsets(topic)) ends.set(`${topic}:${p.partition}`, BigInt(p.high));
+    }
+    return ends;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Outputs grouped by topic, as one Kafka request carries them. */
 function byTopic(encoded: readonly EncodedOutput[]): { topic: string; messages: Omit<EncodedOutput, 'topic'>[] }[] {
   const groups = new Map<string, Omit<EncodedOutput, 'topic'>[]>();
@@ -184,10 +197,16 @@ export async function consume(deps: RunnerDeps, options: ConsumeOptions, handle:
   await consumer.subscribe({ topics: options.inputs.map((i) => i.topic), fromBeginning: true });
   const unwatchLag = deps.admin ? watchConsumerLag({ stage: options.name, groupId: groupIdOf(deps.groupPrefix, options.name), topics: options.inputs.map((i) => i.topic), admin: deps.admin }) : undefined;
   const commits = new OffsetCommits(consumer, log);
-  /** Per partition, its end at this member's first fetch since it joined: below it, records may have been handled. */
+  /**
+   * Per partition, its end when this member joined the group (read once per join with the
+   * process's admin client; without one, or if that read fails, its end at the member's first
+   * fetch): below it, records may have been handled by a previous owner without a commit.
+   */
   const uncertainBelow = new Map<string, bigint>();
+  let endsAtJoin: Promise<Map<string, bigint> | undefined> = Promise.resolve(undefined);
   consumer.on(consumer.events.GROUP_JOIN, (e) => {
     uncertainBelow.clear();
+    endsAtJoin = deps.admin ? endsOf(deps.admin, options.inputs.map((i) => i.topic)) : Promise.resolve(undefined);
     options.onAssign?.(e.payload.memberAssignment);
   });
 
@@ -267,6 +286,12 @@ export async function consume(deps: RunnerDeps, options: ConsumeOptions, handle:
     partitionsConsumedConcurrently: options.partitionsConsumedConcurrently,
     eachBatch: async (payload) => {
       if (payload.batch.messages.length === 0 || !payload.isRunning() || payload.isStale()) return;
+      const id = `${payload.batch.topic}:${payload.batch.partition}`;
+      // a partition's first batch since the join: where its uncertain records end
+      if (!uncertainBelow.has(id)) {
+        const end = (await endsAtJoin)?.get(id);
+        if (end !== undefined) uncertainBelow.set(id, end);
+      }
       inHand++;
       try {
         await handle(batchOf(payload), consuming);

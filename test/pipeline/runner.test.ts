@@ -144,7 +144,8 @@ describe.each(runners)('%s', (_, run) => {
         return [{ topic: output, key: e.event_id, record: 'WebhookEvent', value: e }];
       },
     };
-    running.push(await run(stage, { kafka, outputs: new BatchingProducer(producer), codec, log: new Logger('error'), groupPrefix: group }));
+    // with the process's admin client the ends are read at the join (without one, at the first fetch)
+    running.push(await run(stage, { kafka, admin, outputs: new BatchingProducer(producer), codec, log: new Logger('error'), groupPrefix: group }));
     await eventually('the first five handled', async () => seen.size === 5 || undefined);
     // written after it: new to the group
     const later = await Promise.all([5, 6, 7].map((i) => codec.encode(input, 'WebhookEvent', event(i))));
@@ -154,6 +155,24 @@ describe.each(runners)('%s', (_, run) => {
     const records = await readTopic(kafka, output);
     const marked = new Map(records.map((r) => [r.key?.toString(), r.headers[UNCERTAIN_HEADER] !== undefined]));
     expect([...marked].sort()).toEqual([0, 1, 2, 3, 4, 5, 6, 7].map((i) => [`evt_${i}`, i < 5]));
+  });
+
+  it('with the ends read at the join, calls none uncertain of what was written after it', async () => {
+    const { input, output, group } = await topicsFor(1);
+    const seen = new Map<string, boolean>();
+    const stage: RecordStage<'WebhookEvent'> = {
+      kind: 'record', name: 'copy', input: { topic: input, record: 'WebhookEvent' }, writes: [output],
+      async handle(e, ctx) {
+        seen.set(e.event_id, ctx.uncertain === true);
+        return [{ topic: output, key: e.event_id, record: 'WebhookEvent', value: e }];
+      },
+    };
+    running.push(await run(stage, { kafka, admin, outputs: new BatchingProducer(producer), codec, log: new Logger('error'), groupPrefix: group }));
+    // the group has joined (its first fetch on the empty topic is under way) before anything is written
+    await eventually('the group joined', async () => ((await admin.describeGroups([`${group}copy`])).groups[0]?.state === 'Stable' ? true : undefined));
+    await fill(input, 5, 1);
+    await eventually('all five handled', async () => seen.size === 5 || undefined);
+    expect([...seen.values()]).toEqual([false, false, false, false, false]);
   });
 
   it('loses nothing when a second member joins mid-stream and takes partitions over', async () => {
