@@ -69,6 +69,21 @@ async function startReceiver(): Promise<{ url: string; seen: Map<string, Seen>; 
   return { url: `http://127.0.0.1:${port}/hook`, seen, requests: () => requests, close: () => new Promise((r) => { server.closeAllConnections(); server.close(() => r()); }) };
 }
 
+/**
+ * Calls `next` `rate` times a second on average, in ticks of 20 ms; a call that returns false
+ * (nothing may go now) ends the tick and keeps what is due for the next.
+ */
+function paced(rate: number, next: () => boolean): NodeJS.Timeout {
+  let due = 0;
+  let last = Date.now();
+  return setInterval(() => {
+    const now = Date.now();
+    due += ((now - last) * rate) / 1000;
+    last = now;
+    while (due >= 1 && next()) due--;
+  }, 20);
+}
+
 /** Steady load: `rate` webhooks a second across the Hook URLs of the processes that are up. */
 class Load {
   phase = 'warmup';
@@ -87,23 +102,13 @@ class Load {
   }
 
   start(): void {
-    const tickMs = 20;
-    let due = 0;
-    let last = Date.now();
-    this.timer = setInterval(() => {
-      const now = Date.now();
-      due += ((now - last) * this.rate) / 1000;
-      last = now;
+    this.timer = paced(this.rate, () => {
       const up = this.targets.filter((t) => !this.down.has(t));
-      while (due >= 1 && up.length > 0) {
-        due--;
-        if (this.outstanding >= MAX_OUTSTANDING) {
-          this.refused++;
-          continue;
-        }
-        this.send(up[this.seq % up.length]!);
-      }
-    }, tickMs);
+      if (up.length === 0) return false;
+      if (this.outstanding >= MAX_OUTSTANDING) this.refused++;
+      else this.send(up[this.seq % up.length]!);
+      return true;
+    });
   }
 
   private send(target: ServiceInstance): void {
@@ -163,14 +168,10 @@ class RawProbe {
     await ensureTopics(kafka, [{ topic: this.topic, partitions: 6 }], 3);
     this.producer = createProducer(kafka);
     await this.producer.connect();
-    let due = 0;
-    let last = Date.now();
-    this.timer = setInterval(() => {
-      const now = Date.now();
-      due += ((now - last) * this.rate) / 1000;
-      last = now;
-      for (; due >= 1; due--) this.send();
-    }, 20);
+    this.timer = paced(this.rate, () => {
+      this.send();
+      return true;
+    });
   }
 
   private send(): void {

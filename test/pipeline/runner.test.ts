@@ -70,6 +70,14 @@ describe.each(runners)('%s', (_, run) => {
       return [{ topic: output, key: e.event_id, record: 'WebhookEvent', value: e }];
     },
   });
+  /** The copy stage, noting for each event whether its record was uncertain. */
+  const copyNotingUncertain = (input: string, output: string, seen: Map<string, boolean>): RecordStage<'WebhookEvent'> => ({
+    kind: 'record', name: 'copy', input: { topic: input, record: 'WebhookEvent' }, writes: [output],
+    async handle(e, ctx) {
+      seen.set(e.event_id, ctx.uncertain === true);
+      return [{ topic: output, key: e.event_id, record: 'WebhookEvent', value: e }];
+    },
+  });
   async function committed(group: string, input: string): Promise<number> {
     const [offsets] = await admin.fetchOffsets({ groupId: `${group}copy`, topics: [input] });
     return offsets!.partitions.reduce((n, p) => n + Math.max(0, Number(p.offset)), 0);
@@ -137,13 +145,7 @@ describe.each(runners)('%s', (_, run) => {
     // there before the group's first fetch: a previous run may have handled them without committing
     await fill(input, 5, 1);
     const seen = new Map<string, boolean>();
-    const stage: RecordStage<'WebhookEvent'> = {
-      kind: 'record', name: 'copy', input: { topic: input, record: 'WebhookEvent' }, writes: [output],
-      async handle(e, ctx) {
-        seen.set(e.event_id, ctx.uncertain === true);
-        return [{ topic: output, key: e.event_id, record: 'WebhookEvent', value: e }];
-      },
-    };
+    const stage = copyNotingUncertain(input, output, seen);
     // with the process's admin client the ends are read at the join (without one, at the first fetch)
     running.push(await run(stage, { kafka, admin, outputs: new BatchingProducer(producer), codec, log: new Logger('error'), groupPrefix: group }));
     await eventually('the first five handled', async () => seen.size === 5 || undefined);
@@ -160,13 +162,7 @@ describe.each(runners)('%s', (_, run) => {
   it('with the ends read at the join, calls none uncertain of what was written after it', async () => {
     const { input, output, group } = await topicsFor(1);
     const seen = new Map<string, boolean>();
-    const stage: RecordStage<'WebhookEvent'> = {
-      kind: 'record', name: 'copy', input: { topic: input, record: 'WebhookEvent' }, writes: [output],
-      async handle(e, ctx) {
-        seen.set(e.event_id, ctx.uncertain === true);
-        return [{ topic: output, key: e.event_id, record: 'WebhookEvent', value: e }];
-      },
-    };
+    const stage = copyNotingUncertain(input, output, seen);
     running.push(await run(stage, { kafka, admin, outputs: new BatchingProducer(producer), codec, log: new Logger('error'), groupPrefix: group }));
     // the group has joined (its first fetch on the empty topic is under way) before anything is written
     await eventually('the group joined', async () => ((await admin.describeGroups([`${group}copy`])).groups[0]?.state === 'Stable' ? true : undefined));
