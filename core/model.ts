@@ -40,12 +40,23 @@ export type DestinationAuth =
   | { type: 'bearer'; token: string }
   | { type: 'header'; name: string; value: string };
 
+/** Where a destination's deliveries go: an HTTP endpoint, or a broker (core/destination-types.ts). */
+export const DESTINATION_TYPES = ['webhook', 'kafka', 'amqp', 'nats', 'mqtt'] as const;
+export type DestinationType = (typeof DESTINATION_TYPES)[number];
+
 export interface Destination {
   kind: 'destination';
   id: string;
   tenant_id: string;
   name: string;
+  /** Absent: `webhook` (destinations made before there were types). */
+  type?: DestinationType;
+  /** The receiver's address: the HTTP endpoint, or the broker's (its scheme per type). */
   url: string;
+  /** The settings of a broker type (topic, exchange, subject…); null for a webhook. */
+  config?: Record<string, unknown> | null;
+  /** JavaScript defining `transform(event)`, run in a sandbox before each attempt; null: sent as received. */
+  transformation?: string | null;
   status: DestinationStatus;
   /** Standard Webhooks signing secret, `whsec_` + base64; shown once on creation. */
   signing_secret: string;

@@ -13,6 +13,8 @@ const POM = path.join(sourceDir(__dirname), 'pom.xml');
 
 export interface LocalKafka {
   brokers: string[];
+  /** The SASL/PLAIN listener's addresses, when started with `sasl`. */
+  saslBrokers?: string[];
   /** Calls `listener` if the broker ends without stop() having been called. */
   onUnexpectedExit(listener: (detail: string) => void): void;
   stop(): Promise<void>;
@@ -57,6 +59,28 @@ export interface KafkaNodeSpec {
   id: number;
   port: number;
   controllerPort: number;
+  /** The SASL/PLAIN listener's port, when the node has one. */
+  saslPort?: number;
+}
+
+/**
+ * A second client listener that takes SASL/PLAIN (without TLS) beside the plaintext one, for
+ * tests of clients that authenticate: the users it accepts and their passwords. The brokers
+ * still talk to each other over the plaintext listener.
+ */
+export interface LocalKafkaSasl {
+  users: Record<string, string>;
+}
+
+/** The server.properties lines of the SASL/PLAIN listener (JAAS inline, one user_<name> per user). */
+function saslListenerProperties(sasl: LocalKafkaSasl): string[] {
+  const quote = (v: string) => `"${v.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
+  const users = Object.entries(sasl.users).map(([name, password]) => `user_${name}=${quote(password)}`).join(' ');
+  return [
+    'sasl.enabled.mechanisms=PLAIN',
+    'listener.name.sasl_plaintext.sasl.enabled.mechanisms=PLAIN',
+    `listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required ${users};`,
+  ];
 }
 
 /**
@@ -64,21 +88,24 @@ export interface KafkaNodeSpec {
  * ways (or as many as there are nodes), a write needs two in-sync replicas, and a replica that
  * fell behind is never elected leader: a broker's loss never loses an acknowledged record.
  */
-function serverProperties(dataDir: string, node: KafkaNodeSpec, voters: readonly KafkaNodeSpec[]): string {
+function serverProperties(dataDir: string, node: KafkaNodeSpec, voters: readonly KafkaNodeSpec[], sasl?: LocalKafkaSasl): string {
   const replicas = Math.min(3, voters.length);
   const minIsr = Math.min(2, replicas);
   // a thread per core for requests, half that for the network (the defaults, 3 and 8, are for
   // servers with cores to spare; on 2 cores the extra threads only switch); several nodes share the cores
   const cores = Math.max(1, Math.floor(os.availableParallelism() / voters.length));
+  const saslPort = sasl ? node.saslPort : undefined;
+  const saslListener = saslPort === undefined ? '' : `,SASL_PLAINTEXT://127.0.0.1:${saslPort}`;
   return [
     'process.roles=broker,controller',
     `node.id=${node.id}`,
     `controller.quorum.voters=${voters.map((v) => `${v.id}@127.0.0.1:${v.controllerPort}`).join(',')}`,
-    `listeners=PLAINTEXT://127.0.0.1:${node.port},CONTROLLER://127.0.0.1:${node.controllerPort}`,
-    `advertised.listeners=PLAINTEXT://127.0.0.1:${node.port}`,
+    `listeners=PLAINTEXT://127.0.0.1:${node.port}${saslListener},CONTROLLER://127.0.0.1:${node.controllerPort}`,
+    `advertised.listeners=PLAINTEXT://127.0.0.1:${node.port}${saslListener}`,
     'controller.listener.names=CONTROLLER',
     'inter.broker.listener.name=PLAINTEXT',
-    'listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT',
+    `listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT${saslPort === undefined ? '' : ',SASL_PLAINTEXT:SASL_PLAINTEXT'}`,
+    ...(sasl && saslPort !== undefined ? saslListenerProperties(sasl) : []),
     `log.dirs=${path.join(dataDir, 'log')}`,
     'num.partitions=1',
     `num.network.threads=${Math.max(2, Math.floor(cores / 2))}`,
@@ -144,13 +171,13 @@ interface StartedNode {
   dataDir: string;
 }
 
-async function startNode(dataDir: string, node: KafkaNodeSpec, voters: readonly KafkaNodeSpec[], clusterId: string, heap: string | undefined): Promise<StartedNode> {
+async function startNode(dataDir: string, node: KafkaNodeSpec, voters: readonly KafkaNodeSpec[], clusterId: string, heap: string | undefined, sasl?: LocalKafkaSasl): Promise<StartedNode> {
   const libs = resolveKafkaJars();
   mkdirSync(dataDir, { recursive: true });
   const pidFile = path.join(dataDir, 'kafka.pid');
   await waitForPreviousBroker(pidFile);
   const propsFile = path.join(dataDir, 'server.properties');
-  writeFileSync(propsFile, serverProperties(dataDir, node, voters));
+  writeFileSync(propsFile, serverProperties(dataDir, node, voters, sasl));
   const log4jFile = path.join(dataDir, 'log4j2.yaml');
   writeFileSync(log4jFile, log4jConfig(path.join(dataDir, 'server.log')));
   const classpath = `${libs}/*`;
@@ -217,10 +244,10 @@ function newClusterId(): string {
  * loopback ports. The storage is formatted on the first start only, so topics and offsets
  * survive restarts. Resolves once the broker answers metadata requests.
  */
-export async function startLocalKafka(dataDir: string, options: { heap?: string } = {}): Promise<LocalKafka> {
+export async function startLocalKafka(dataDir: string, options: { heap?: string; sasl?: LocalKafkaSasl } = {}): Promise<LocalKafka> {
   requireJava();
-  const node: KafkaNodeSpec = { id: 1, port: await freePort(), controllerPort: await freePort() };
-  const started = await startNode(dataDir, node, [node], newClusterId(), options.heap);
+  const node: KafkaNodeSpec = { id: 1, port: await freePort(), controllerPort: await freePort(), ...(options.sasl ? { saslPort: await freePort() } : {}) };
+  const started = await startNode(dataDir, node, [node], newClusterId(), options.heap, options.sasl);
   const { child } = started;
   const brokers = [`127.0.0.1:${node.port}`];
   try {
@@ -232,6 +259,7 @@ export async function startLocalKafka(dataDir: string, options: { heap?: string 
 
   return {
     brokers,
+    ...(node.saslPort === undefined ? {} : { saslBrokers: [`127.0.0.1:${node.saslPort}`] }),
     onUnexpectedExit(listener) {
       void child.exited.then(({ code, signal }) => {
         if (!child.stopping) listener(`exit code ${code}, signal ${signal}; see ${path.join(dataDir, 'server.log')}`);
@@ -259,6 +287,8 @@ export interface LocalKafkaNode {
 
 export interface LocalKafkaCluster {
   brokers: string[];
+  /** The SASL/PLAIN listeners' addresses, when started with `sasl`. */
+  saslBrokers?: string[];
   nodes: LocalKafkaNode[];
   stop(): Promise<void>;
 }
@@ -284,7 +314,7 @@ function jvmPid(tetherPid: number): number | undefined {
  * kept in `dataDir/cluster.json`, so a restart, of the whole cluster or of one node, finds the
  * same quorum and the same data.
  */
-export async function startLocalKafkaCluster(dataDir: string, options: { nodes?: number; heap?: string } = {}): Promise<LocalKafkaCluster> {
+export async function startLocalKafkaCluster(dataDir: string, options: { nodes?: number; heap?: string; sasl?: LocalKafkaSasl } = {}): Promise<LocalKafkaCluster> {
   requireJava();
   mkdirSync(dataDir, { recursive: true });
   const file = path.join(dataDir, 'cluster.json');
@@ -294,7 +324,7 @@ export async function startLocalKafkaCluster(dataDir: string, options: { nodes?:
   } else {
     const count = options.nodes ?? 3;
     const nodes: KafkaNodeSpec[] = [];
-    for (let id = 1; id <= count; id++) nodes.push({ id, port: await freePort(), controllerPort: await freePort() });
+    for (let id = 1; id <= count; id++) nodes.push({ id, port: await freePort(), controllerPort: await freePort(), ...(options.sasl ? { saslPort: await freePort() } : {}) });
     layout = { cluster_id: newClusterId(), nodes };
     writeFileSync(file, `${JSON.stringify(layout, null, 2)}\n`);
   }
@@ -302,7 +332,7 @@ export async function startLocalKafkaCluster(dataDir: string, options: { nodes?:
   const running = new Map<number, StartedNode>();
   const nodeDir = (id: number) => path.join(dataDir, `node-${id}`);
   const startOne = async (spec: KafkaNodeSpec) => {
-    const started = await startNode(nodeDir(spec.id), spec, layout.nodes, layout.cluster_id, options.heap ?? '512m');
+    const started = await startNode(nodeDir(spec.id), spec, layout.nodes, layout.cluster_id, options.heap ?? '512m', options.sasl);
     running.set(spec.id, started);
     return started;
   };
@@ -346,8 +376,10 @@ export async function startLocalKafkaCluster(dataDir: string, options: { nodes?:
     },
     stop: () => stopOne(spec.id),
   }));
+  const saslPorts = layout.nodes.map((n) => n.saslPort).filter((p): p is number => p !== undefined);
   return {
     brokers,
+    ...(options.sasl && saslPorts.length > 0 ? { saslBrokers: saslPorts.map((p) => `127.0.0.1:${p}`) } : {}),
     nodes,
     stop: async () => {
       await Promise.all(layout.nodes.map((n) => stopOne(n.id)));
