@@ -44,6 +44,9 @@ import { meRouter } from './routes/me';
 import { StageLagReader } from '../platform/kafka/stage-lag';
 import { uiHandler } from './ui';
 import { deadLettersRouter } from './routes/dead-letters';
+import { destinationTransformationRouter } from './routes/destination-transformation';
+import { DESTINATION_TYPE_SPECS } from '../core/destination-types';
+import type { Transformer } from '../pipeline/deliver/transform/transformer';
 import { DeadLetterStore } from '../platform/clickhouse/dead-letters';
 
 /** What the API needs once the service is up. */
@@ -76,6 +79,8 @@ export interface ApiServices {
   maxFanout: number;
   /** Why a destination URL is refused (SSRF policy, a loop to this service), or null. */
   refusalOfDestination(url: string): Promise<string | null>;
+  /** The sandbox that checks and test-runs destinations' transformations; absent, neither can be done here. */
+  transformer?: Transformer;
   /** What the live checks of the evidence surface read (the API adds its own probe). */
   operations: Omit<OperationsDeps, 'probe'>;
 }
@@ -166,6 +171,9 @@ export function createApp(options: ApiOptions): Express {
   app.get('/v1/openapi.json', (_req, res) => {
     res.json(openApiDocument({ errorBase: options.errorBase() }));
   });
+  app.get('/v1/destination-types', (_req, res) => {
+    res.json({ destination_types: Object.values(DESTINATION_TYPE_SPECS) });
+  });
 
   app.use((req, res, next) => {
     const extra = options.extraRouters?.();
@@ -197,8 +205,9 @@ export function createApp(options: ApiOptions): Express {
         tenant.use(jsonBody());
         tenant.use(idempotency({ redis: s.redis, prefix: s.redisPrefix, ttlSeconds: s.idempotencyTtlSeconds, keyring: s.keyring, log: options.log }));
         const destinationChanges = destinationChangeDepsOf(s, options.log);
-        tenant.use('/destinations', destinationsRouter(s.store, s.claims, { httpsOnly: s.destinationHttpsOnly, refusalOf: s.refusalOfDestination, quotas: s.quotas, changes: destinationChanges.record }));
+        tenant.use('/destinations', destinationsRouter(s.store, s.claims, { httpsOnly: s.destinationHttpsOnly, refusalOf: s.refusalOfDestination, quotas: s.quotas, changes: destinationChanges.record, ...(destinationChanges.checkTransformation ? { checkTransformation: destinationChanges.checkTransformation } : {}) }));
         tenant.use('/destinations', destinationChangesRouter(destinationChanges));
+        tenant.use('/destinations', destinationTransformationRouter(s.store, s.transformer));
         tenant.use('/ingesters', ingestersRouter(s.store, s.publicBaseUrl, s.maxFanout, s.quotas));
         tenant.use('/deliveries', deliveriesRouter(s.clickhouse, s.clickhouseDatabase));
         tenant.use('/events', eventsRouter(s.clickhouse, s.clickhouseDatabase, s.store, s.replay));

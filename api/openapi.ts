@@ -21,6 +21,7 @@ import { MAX_REPLAY_MATCHES, MAX_REPLAY_RANGE_DAYS, MAX_RUNNING_REPLAYS } from '
 import { eventTypePaths, eventTypeSchemas } from './openapi-event-types';
 import { dashboardPaths, dashboardSchemas } from './openapi-dashboard';
 import { deadLetterPaths, deadLetterSchemas } from './openapi-dead-letters';
+import { destinationTypePaths, destinationTypeSchemas } from './openapi-destination-types';
 
 /**
  * The OpenAPI 3.1 description of the HTTP API as the code implements it today. Enumerations and
@@ -183,13 +184,16 @@ const retrySchedule: Json = {
 
 const nameInput: Json = { type: 'string', minLength: 1, maxLength: MAX_ENTITY_NAME, pattern: '\\S', 'x-pattern-message': 'must not be empty', description: `Not blank, at most ${MAX_ENTITY_NAME} characters; stored trimmed.` };
 
-const destinationUrlInput: Json = { type: 'string', format: 'uri', maxLength: MAX_URL_LENGTH, pattern: '^[Hh][Tt][Tt][Pp][Ss]?:', 'x-pattern-message': 'must be an http or https URL', description: 'Absolute http or https URL without credentials that receives the webhooks. Addresses outside the public internet are refused (422 here, and again on every connection, so a name whose DNS changes later is refused at delivery) unless `DESTINATION_ALLOWED_NETWORKS` allows them; a name must resolve; this service\'s own listener and `PUBLIC_BASE_URL` are always refused.' };
+const destinationUrlInput: Json = { type: 'string', minLength: 1, maxLength: MAX_URL_LENGTH, description: 'Where deliveries go, without credentials (they go in `auth`): for a `webhook`, the absolute http or https URL that receives them; for a broker type, the broker\'s address in that type\'s scheme (`kafka://host:port,host:port`, `amqp[s]://host[:port][/vhost]`, `nats://host[:port]`, `mqtt[s]://host[:port]`; GET /v1/destination-types). Addresses outside the public internet are refused (422 here, and again on every connection, so a name whose DNS changes later is refused at delivery) unless `DESTINATION_ALLOWED_NETWORKS` allows them; a name must resolve; this service\'s own listener and `PUBLIC_BASE_URL` are always refused.' };
 const destinationNameInput: Json = { ...nameInput, description: `Unique in the tenant, compared case-insensitively after trimming (409 conflict otherwise, also under concurrent creates). At most ${MAX_ENTITY_NAME} characters.` };
 
 const destinationProperties: Json = {
   id: schema('DestinationId'),
   name: { type: 'string' },
-  url: { type: 'string', format: 'uri' },
+  type: schema('DestinationType'),
+  url: { type: 'string', description: 'The receiver\'s address: the HTTP endpoint, or the broker\'s.' },
+  config: schema('DestinationConfig'),
+  transformation: schema('Transformation'),
   status: { type: 'string', enum: ['active', 'paused', 'disabled'], description: '`active` after creation; `paused` while an operator has it switched off (`enabled: false`); `disabled` once the receiver answered 410 Gone (see `disabled_reason`). Only `active` delivers.' },
   enabled: { type: 'boolean', description: 'Whether the destination delivers: `true` exactly when `status` is `active`.' },
   created_at: schema('Timestamp'),
@@ -203,7 +207,7 @@ const destinationProperties: Json = {
   filter: nullable(schema('Filters')),
   previous_secret_expires_at: { anyOf: [schema('Timestamp'), { type: 'null' }], description: 'Until when the signing secret replaced by the last rotation still signs beside the new one; `null` when no rotation kept one.' },
 };
-const destinationRequired = ['id', 'name', 'url', 'status', 'enabled', 'created_at', 'updated_at', 'disabled_reason', 'retry_schedule_ms', 'auth', 'rate_limit_per_s', 'ordered', 'event_types', 'filter', 'previous_secret_expires_at'];
+const destinationRequired = ['id', 'name', 'type', 'url', 'config', 'transformation', 'status', 'enabled', 'created_at', 'updated_at', 'disabled_reason', 'retry_schedule_ms', 'auth', 'rate_limit_per_s', 'ordered', 'event_types', 'filter', 'previous_secret_expires_at'];
 
 /** Members a destination body may carry beside name, url, schedule and credentials (create, patch, replace). */
 function destinationSettings(): Json {
@@ -225,7 +229,10 @@ function destinationChangeSchemas(): Json {
   const members = (): Json => ({
     ...shownAsIs(DESTINATION_READ_ONLY),
     name: destinationNameInput,
+    type: schema('DestinationType'),
     url: destinationUrlInput,
+    config: schema('DestinationConfig'),
+    transformation: schema('Transformation'),
     retry_schedule_ms: nullable(schema('RetrySchedule')),
     auth: { ...nullable(schema('DestinationAuth')), description: 'Credentials; a secret sent as a GET shows it (masked) keeps the stored secret.' },
     ...destinationSettings(),
@@ -307,16 +314,16 @@ function destinationChangeSchemas(): Json {
   };
 }
 
-const authSecret = (what: string, spaces = true): Json => ({
-  type: 'string', minLength: AUTH_LIMITS.secretMin, maxLength: AUTH_LIMITS.secret,
+const authSecret = (what: string, spaces = true, min: number = AUTH_LIMITS.secretMin): Json => ({
+  type: 'string', minLength: min, maxLength: AUTH_LIMITS.secret,
   ...(spaces
     ? { pattern: '^[\\x21-\\x7e]([\\x20-\\x7e]*[\\x21-\\x7e])?$', 'x-pattern-message': 'must be printable ASCII without leading or trailing spaces' }
     : { pattern: '^[\\x21-\\x7e]+$', 'x-pattern-message': 'must be printable ASCII without spaces' }),
-  description: `${what}: printable ASCII, ${AUTH_LIMITS.secretMin} to ${AUTH_LIMITS.secret} characters. Stored encrypted; shown masked (\`****\` and its last 4 characters at most, never more than a quarter of it).` });
+  description: `${what}: printable ASCII, ${min} to ${AUTH_LIMITS.secret} characters. Stored encrypted; shown masked (\`****\` and its last 4 characters at most, never more than a quarter of it).` });
 const masked: Json = { type: 'string', pattern: '^\\*{4}[\\s\\S]{0,4}$', description: '`****` and the last characters of the secret: never more than a quarter of it, at most 4 (`****` alone under 4 characters).' };
-const authVariants = (secretOf: (what: string, spaces?: boolean) => Json): Json[] => [
-  { type: 'object', title: 'basic', required: ['type', 'username', 'password'], additionalProperties: false, properties: { type: { const: 'basic' }, username: { type: 'string', minLength: 1, maxLength: AUTH_LIMITS.username, pattern: '^[\\x20-\\x39\\x3b-\\x7e]+$', 'x-pattern-message': 'must be printable ASCII without ":"', description: 'Printable ASCII without ":".' }, password: secretOf('The password') }, description: '`Authorization: Basic base64(username:password)` on every delivery.' },
-  { type: 'object', title: 'bearer', required: ['type', 'token'], additionalProperties: false, properties: { type: { const: 'bearer' }, token: secretOf('The token (no spaces)', false) }, description: '`Authorization: Bearer <token>` on every delivery.' },
+const authVariants = (secretOf: (what: string, spaces?: boolean, min?: number) => Json): Json[] => [
+  { type: 'object', title: 'basic', required: ['type', 'username', 'password'], additionalProperties: false, properties: { type: { const: 'basic' }, username: { type: 'string', minLength: 1, maxLength: AUTH_LIMITS.username, pattern: '^[\\x20-\\x39\\x3b-\\x7e]+$', 'x-pattern-message': 'must be printable ASCII without ":"', description: 'Printable ASCII without ":".' }, password: secretOf('The password (a broker\'s may be short)', true, 1) }, description: '`Authorization: Basic base64(username:password)` on every delivery to a webhook; a broker type\'s user and password (Kafka SASL, AMQP, NATS, MQTT).' },
+  { type: 'object', title: 'bearer', required: ['type', 'token'], additionalProperties: false, properties: { type: { const: 'bearer' }, token: secretOf('The token (no spaces)', false) }, description: '`Authorization: Bearer <token>` on every delivery to a webhook; a NATS destination\'s token.' },
   { type: 'object', title: 'header', required: ['type', 'name', 'value'], additionalProperties: false, properties: { type: { const: 'header' }, name: { type: 'string', minLength: 1, maxLength: AUTH_LIMITS.headerName, pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$", 'x-pattern-message': 'must be a header name (an HTTP token)', description: 'A header name (stored lower-case), not one the service sets itself (content-type, user-agent, webhook-*, x-correlation-id, hop-by-hop headers).' }, value: secretOf('The header value') }, description: '`<name>: <value>` on every delivery.' },
 ];
 
@@ -616,7 +623,10 @@ function schemas(errorBase: string): Json {
         ...shownBack(['id', 'status', 'created_at', 'updated_at', 'disabled_reason', 'previous_secret_expires_at']),
         ...destinationSettings(),
         name: destinationNameInput,
+        type: schema('DestinationType'),
         url: destinationUrlInput,
+        config: schema('DestinationConfig'),
+        transformation: schema('Transformation'),
         retry_schedule_ms: nullable(schema('RetrySchedule')),
         auth: nullable(schema('DestinationAuth')),
       },
@@ -687,7 +697,7 @@ function schemas(errorBase: string): Json {
     },
     DeliveryFlowList: listOf('delivery_flows', 'DeliveryFlow', 'by id (creation time), oldest first'),
 
-    DeliveryStatus: { type: 'string', enum: [...DELIVERY_STATUSES], description: 'Status of an attempt: `delivered` (2xx), `retrying` (another attempt is scheduled), `failed` (final: retries exhausted, 410 Gone, refused target, or the destination is gone).' },
+    DeliveryStatus: { type: 'string', enum: [...DELIVERY_STATUSES], description: 'Status of an attempt: `delivered` (a 2xx, or the broker\'s acknowledgement), `retrying` (another attempt is scheduled), `failed` (final: retries exhausted, 410 Gone, refused target, or the destination is gone), `dropped` (final: the destination\'s transformation returned null; nothing was sent).' },
     DeliveryAttemptItem: {
       type: 'object',
       description: 'One delivery attempt. The deliveries list has one item per attempt: `id` is the delivery and repeats for each attempt of one delivery.',
@@ -821,6 +831,7 @@ function schemas(errorBase: string): Json {
     ...eventTypeSchemas({ schema, typedId, nullable, shownBack, listOf }),
     ...dashboardSchemas({ schema, nullable }),
     ...deadLetterSchemas({ schema, typedId, nullable, listOf }),
+    ...destinationTypeSchemas({ schema, nullable }),
     ...apiKeySchemas(),
     ...replaySchemas(),
 
@@ -1614,6 +1625,7 @@ function tenantPaths(): Json {
     ...eventTypePaths({ P, T, tenant, idParam, tenantOperation, ok, created, noContent, jsonBody, listParams, pagingNote }),
     ...dashboardPaths({ P, T, tenant, idParam, tenantOperation, keyOperation: mcpOperation, ok }),
     ...deadLetterPaths({ P, T, tenant, tenantOperation, ok, schema, listParams, pagingNote }),
+    ...destinationTypePaths({ P, T, tenant, destinationId: idParam('DestinationId'), tenantOperation, ok, jsonBody, schema, headerRefs, problemResponse: (description, slug) => ({ description, headers: headerRefs(['X-Request-Id']), content: problemContent([slug as Exclude<ErrorSlug, 'method-not-allowed'>]) }) }),
     [`${P}/evidence/{delivery_id}`]: {
       parameters: [tenant, idParam('DeliveryId')],
       get: tenantOperation({

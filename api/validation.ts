@@ -4,7 +4,7 @@ import { validationError, type FieldError } from '../core/errors';
 import { openApiDocument, requestBodyComponents } from './openapi';
 
 /** The operations whose JSON body a route reads; the document names the component of each. */
-export const BODY_OPERATIONS = ['createDestination', 'createIngester', 'updateIngester', 'createDeliveryFlow', 'updateDeliveryFlow', 'createSavedPayload', 'createApiKey', 'patchDestination', 'replaceDestination', 'rotateDestinationSecret', 'createReplay', 'createEventType', 'replaceEventType'] as const;
+export const BODY_OPERATIONS = ['createDestination', 'createIngester', 'updateIngester', 'createDeliveryFlow', 'updateDeliveryFlow', 'createSavedPayload', 'createApiKey', 'patchDestination', 'replaceDestination', 'rotateDestinationSecret', 'createReplay', 'createEventType', 'replaceEventType', 'testDestinationTransformation'] as const;
 export type BodyOperation = (typeof BODY_OPERATIONS)[number];
 
 let validators: Map<BodyOperation, ValidateFunction> | undefined;
@@ -147,4 +147,22 @@ export function validateBody<T>(operation: BodyOperation, body: unknown): BodyCh
   }
   const object = typeof body === 'object' && body !== null && !Array.isArray(body);
   return new BodyCheck<T>((object ? body : {}) as T, schemaErrors, unmatched);
+}
+
+const memberValidators = new WeakMap<object, ValidateFunction>();
+
+/**
+ * The problems of one member of a body against a schema of its own (a destination type's
+ * config), named as the body's problems are (`config.topic`).
+ */
+export function memberProblems(schema: Record<string, unknown>, value: unknown, member: string): FieldError[] {
+  let validate = memberValidators.get(schema);
+  if (!validate) {
+    const ajv = new Ajv2020({ strict: false, allErrors: true, verbose: true });
+    addFormats(ajv);
+    validate = ajv.compile(schema);
+    memberValidators.set(schema, validate);
+  }
+  if (validate(value)) return [];
+  return (validate.errors ?? []).map((e) => problemOf({ ...e, instancePath: `/${member}${e.instancePath}` }));
 }

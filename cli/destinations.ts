@@ -1,9 +1,16 @@
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { apiTarget, callApi } from './api-client';
+import { apiConnection, apiTarget, callApi, callApiAt } from './api-client';
 import { CliError } from './connect';
 
-export const DESTINATIONS_USAGE = `  npm run cli -- destinations update <id> [--name <text>] [--url <url>] [--rate-limit <n|none>] [--event-types <a,b|all>]
-                 [--enabled true|false] [--ordered true|false] [--patch '<JSON merge patch>'] [--if-match <etag>]
+export const DESTINATIONS_USAGE = `  npm run cli -- destinations types
+  npm run cli -- destinations create --name <text> --url <url> [--type webhook|kafka|amqp|nats|mqtt] [--config '<JSON>']
+                 [--auth '<JSON>'] [--transformation-file <file.js>] [--enabled true|false]
+  npm run cli -- destinations update <id> [--name <text>] [--url <url>] [--rate-limit <n|none>] [--event-types <a,b|all>]
+                 [--enabled true|false] [--ordered true|false] [--type <type>] [--config '<JSON>|none']
+                 [--transformation-file <file.js>|none] [--patch '<JSON merge patch>'] [--if-match <etag>]
+  npm run cli -- destinations test-transformation <id> (--payload <saved payload id> | --body '<JSON>')
+                 [--transformation-file <file.js>]
   npm run cli -- destinations pause <id> [--if-match <etag>]
   npm run cli -- destinations resume <id> [--if-match <etag>]
   npm run cli -- destinations rotate-secret <id> [--overlap <seconds>] [--if-match <etag>]
@@ -11,6 +18,33 @@ export const DESTINATIONS_USAGE = `  npm run cli -- destinations update <id> [--
                  (destinations commands take --tenant <id> or HOOKLINE_TENANT, --api-url or HOOKLINE_API_URL, the key from HOOKLINE_API_KEY)`;
 
 type Values = Record<string, string | boolean | undefined>;
+
+/** A flag's JSON object (`--config`, `--auth`), or null for `none` when `nullable`. */
+function jsonFlag(values: Values, flag: string, nullable: boolean): Record<string, unknown> | null | undefined {
+  const v = values[flag];
+  if (typeof v !== 'string') return undefined;
+  if (nullable && v === 'none') return null;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(v);
+  } catch {
+    throw new CliError(`--${flag} must be a JSON object${nullable ? ', or none' : ''}`);
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new CliError(`--${flag} must be a JSON object${nullable ? ', or none' : ''}`);
+  return parsed as Record<string, unknown>;
+}
+
+/** The JavaScript of `--transformation-file`, or null for `none`. */
+function transformationFlag(values: Values, nullable: boolean): string | null | undefined {
+  const file = values['transformation-file'];
+  if (typeof file !== 'string') return undefined;
+  if (nullable && file === 'none') return null;
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new CliError(`--transformation-file: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
+}
 
 /** The merge patch of `destinations update`: `--patch` first, then each flag over it. */
 export function patchOf(values: Values): Record<string, unknown> {
@@ -27,6 +61,11 @@ export function patchOf(values: Values): Record<string, unknown> {
   }
   if (typeof values.name === 'string') patch.name = values.name;
   if (typeof values.url === 'string') patch.url = values.url;
+  if (typeof values.type === 'string') patch.type = values.type;
+  const config = jsonFlag(values, 'config', true);
+  if (config !== undefined) patch.config = config;
+  const transformation = transformationFlag(values, true);
+  if (transformation !== undefined) patch.transformation = transformation;
   if (typeof values['rate-limit'] === 'string') {
     const v = values['rate-limit'];
     if (v === 'none') patch.rate_limit_per_s = null;
@@ -43,7 +82,7 @@ export function patchOf(values: Values): Record<string, unknown> {
     if (v !== 'true' && v !== 'false') throw new CliError(`--${flag} must be true or false`);
     patch[flag] = v === 'true';
   }
-  if (Object.keys(patch).length === 0) throw new CliError('destinations update needs something to change: --name, --url, --rate-limit, --event-types, --enabled, --ordered or --patch');
+  if (Object.keys(patch).length === 0) throw new CliError('destinations update needs something to change: --name, --url, --type, --config, --transformation-file, --rate-limit, --event-types, --enabled, --ordered or --patch');
   return patch;
 }
 
@@ -57,6 +96,12 @@ export async function destinationsCommand(argv: string[]): Promise<Record<string
       'api-url': { type: 'string' },
       name: { type: 'string' },
       url: { type: 'string' },
+      type: { type: 'string' },
+      config: { type: 'string' },
+      auth: { type: 'string' },
+      'transformation-file': { type: 'string' },
+      payload: { type: 'string' },
+      body: { type: 'string' },
       'rate-limit': { type: 'string' },
       'event-types': { type: 'string' },
       enabled: { type: 'string' },
@@ -69,8 +114,16 @@ export async function destinationsCommand(argv: string[]): Promise<Record<string
     },
   });
   const [command, id, ...extra] = positionals;
-  const known = ['update', 'pause', 'resume', 'rotate-secret', 'changes'];
+  const known = ['types', 'create', 'update', 'pause', 'resume', 'rotate-secret', 'changes', 'test-transformation'];
   if (!command || !known.includes(command)) throw new CliError(`unknown command "destinations${command ? ` ${command}` : ''}"\nusage:\n${DESTINATIONS_USAGE}`);
+  if (command === 'types') {
+    if (id !== undefined) throw new CliError('destinations types takes no argument');
+    return answer(await callApiAt(apiConnection(values, 'destinations types'), 'GET', '/v1/destination-types'));
+  }
+  if (command === 'create') {
+    if (id !== undefined) throw new CliError('destinations create takes no positional argument: give --name and --url');
+    return answer(await callApi(apiTarget(values, 'destinations create'), 'POST', '/destinations', { body: createBodyOf(values) }));
+  }
   if (!id || extra.length > 0) throw new CliError(`destinations ${command} takes one destination id`);
   const target = apiTarget(values, `destinations ${command}`);
   const path = `/destinations/${encodeURIComponent(id)}`;
@@ -91,9 +144,47 @@ export async function destinationsCommand(argv: string[]): Promise<Record<string
       }
       return answer(await callApi(target, 'POST', `${path}/rotate-secret`, { body, headers }));
     }
+    case 'test-transformation':
+      return answer(await callApi(target, 'POST', `${path}/transformation/test`, { body: testBodyOf(values) }));
     default:
       return answer(await callApi(target, 'GET', `${path}/changes`, { query: { limit: typeof values.limit === 'string' ? values.limit : undefined, cursor: typeof values.cursor === 'string' ? values.cursor : undefined } }));
   }
+}
+
+/** The body of `destinations create`. */
+function createBodyOf(values: Values): Record<string, unknown> {
+  if (typeof values.name !== 'string' || typeof values.url !== 'string') throw new CliError('destinations create needs --name <text> and --url <url>');
+  const body: Record<string, unknown> = { name: values.name, url: values.url };
+  if (typeof values.type === 'string') body.type = values.type;
+  const config = jsonFlag(values, 'config', false);
+  if (config) body.config = config;
+  const auth = jsonFlag(values, 'auth', false);
+  if (auth) body.auth = auth;
+  const transformation = transformationFlag(values, false);
+  if (transformation) body.transformation = transformation;
+  if (typeof values.enabled === 'string') {
+    if (values.enabled !== 'true' && values.enabled !== 'false') throw new CliError('--enabled must be true or false');
+    body.enabled = values.enabled === 'true';
+  }
+  return body;
+}
+
+/** The body of `destinations test-transformation`: a saved payload or a given body, and the code to try. */
+function testBodyOf(values: Values): Record<string, unknown> {
+  const hasPayload = typeof values.payload === 'string';
+  if (hasPayload === (typeof values.body === 'string')) throw new CliError('destinations test-transformation needs one of --payload <saved payload id> and --body \'<JSON>\'');
+  const body: Record<string, unknown> = {};
+  if (hasPayload) body.payload_id = values.payload;
+  else {
+    try {
+      body.body = JSON.parse(String(values.body));
+    } catch {
+      throw new CliError('--body must be JSON (a string body is a JSON string: \'"text"\')');
+    }
+  }
+  const transformation = transformationFlag(values, false);
+  if (transformation) body.transformation = transformation;
+  return body;
 }
 
 /** The answer's JSON body, as the API sent it. */

@@ -76,6 +76,12 @@ export interface Config {
   deliverySyncMs: number;
   /** How long a finished attempt's mark is kept (0: no marks), s. */
   deliveryAttemptMarksTtlS: number;
+  /** Broker destinations' connections idle this long are closed, ms. */
+  brokerIdleCloseMs: number;
+  /** The transformation sandbox: worker threads, CPU time and memory per run. */
+  transformWorkers: number;
+  transformTimeoutMs: number;
+  transformMemoryMb: number;
   sinkBatchRows: number;
   sinkFlushMs: number;
   ingestLingerMs: number;
@@ -497,6 +503,10 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     deliveryOrderedWaitMs: r.integer('DELIVERY_ORDERED_WAIT_MS', 60_000, 0, 3_600_000),
     deliverySyncMs: r.integer('DELIVERY_SYNC_MS', 500, 50, 60_000),
     deliveryAttemptMarksTtlS: r.integer('DELIVERY_ATTEMPT_MARKS_TTL_S', 300, 0, 86_400),
+    brokerIdleCloseMs: r.integer('BROKER_IDLE_CLOSE_MS', 60_000, 1_000, 3_600_000),
+    transformWorkers: r.integer('TRANSFORM_WORKERS', 1, 1, 16),
+    transformTimeoutMs: r.integer('TRANSFORM_TIMEOUT_MS', 50, 1, 5_000),
+    transformMemoryMb: r.integer('TRANSFORM_MEMORY_MB', 16, 1, 512),
     sinkBatchRows: r.integer('SINK_BATCH_ROWS', 20_000, 1, 1_000_000),
     sinkFlushMs: r.integer('SINK_FLUSH_MS', 500, 10, 60_000),
     ingestLingerMs: r.integer('INGEST_LINGER_MS', 0, 0, 1_000),
@@ -710,6 +720,10 @@ export const SETTINGS: SettingDoc[] = [
   { env: 'DELIVERY_RATE_WAIT_MS', default: '1000', unit: 'milliseconds', description: 'Longest wait for a send slot of a destination\'s rate limit (rate_limit_per_s) spent in the deliver process, outside the destination\'s concurrent requests; a longer wait hops through the delay topics and comes back this long before its slot. Never less than the shortest RETRY_TIERS tier.' },
   { env: 'DELIVERY_ORDERED_WAIT_MS', default: '60000', unit: 'milliseconds', description: 'Longest a delivery to an `ordered` destination keeps the deliveries behind it waiting, counted from its first attempt in line: its retries, waits on an open breaker and for a send slot that end within it are spent in the deliver process, and the next delivery goes only after it. A longer wait sends it through the delay topics (it leaves the line and arrives after later ones). 0: an ordered destination never waits in line. At most 3600000. See docs/ordering.md.' },
   { env: 'DELIVERY_ATTEMPT_MARKS_TTL_S', default: '300', unit: 'seconds', description: 'How long a finished delivery attempt is remembered in Redis (its result, without the request), so that a task read again after a rebalance, a coordinator move or a restart (only the records between the group\'s last commit and the partition\'s end when the member got it are checked) writes that attempt\'s outcome again instead of sending the webhook again. Marks go to Redis in batches (a round trip every 20 ms or 1,000 marks, not one per attempt); each is about 250 bytes, so Redis holds about rate x this x 250 bytes (75 MB at 1,000 deliveries/s and 300 s). 0: no marks (a re-read task is attempted again, at-least-once).' },
+  { env: 'BROKER_IDLE_CLOSE_MS', default: '60000', unit: 'milliseconds', description: 'A broker destination\'s connection (kafka, amqp, nats, mqtt) that sent nothing for this long is closed; the next delivery opens it again. A destination paused, changed or deleted has its connection closed at once.' },
+  { env: 'TRANSFORM_WORKERS', default: '1', unit: 'count', description: 'Worker threads of each process running destinations\' transformations (a QuickJS WebAssembly sandbox each). Tenants take turns on them, so one tenant\'s slow code waits behind its own runs, not others\'. The event loop never runs tenant code.' },
+  { env: 'TRANSFORM_TIMEOUT_MS', default: '50', unit: 'milliseconds', description: 'CPU time one run of a transformation may take; beyond it the run is stopped and that attempt fails ("ran out of time"), retried as any failure.' },
+  { env: 'TRANSFORM_MEMORY_MB', default: '16', unit: 'MiB', description: 'Memory one run of a transformation may use; beyond it the run is stopped and that attempt fails ("ran out of memory").' },
   { env: 'DELIVERY_SYNC_MS', default: '500', unit: 'milliseconds', description: 'How often a deliver process says in Redis that it is live and reads the other deliver processes: their number (its share of DELIVERY_PER_DESTINATION) and their open breakers (which hold its deliveries too). Also, plus a few Redis round trips, the bound on how late it follows another process\'s breaker.' },
   { env: 'SINK_BATCH_ROWS', default: '20000', unit: 'rows', description: 'Rows the ClickHouse sink gathers before an insert.' },
   { env: 'SINK_FLUSH_MS', default: '500', unit: 'milliseconds', description: 'Longest time a row waits in the sink before its insert. Every insert makes a part the engine merges later: shorter waits cost CPU, longer ones delay `acked` and query freshness.' },

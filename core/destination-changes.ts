@@ -43,7 +43,10 @@ export interface DestinationChange {
 export function shownMembers(d: Destination) {
   return {
     name: d.name,
+    type: d.type ?? 'webhook',
     url: d.url,
+    config: d.config ?? null,
+    transformation: d.transformation ?? null,
     status: d.status,
     enabled: d.status === 'active',
     disabled_reason: d.disabled_reason,

@@ -29,6 +29,11 @@ export interface ListenerSpec {
   interfaceAddresses?: readonly string[];
   /** what PUBLIC_BASE_URL's host resolved to, when it is a name. */
   publicAddresses?: readonly string[];
+  /**
+   * `host:port` of the service's own infrastructure (its Kafka brokers, Redis, ClickHouse, schema
+   * registry): a broker destination there would let a tenant write into the service's own topics.
+   */
+  infrastructure?: readonly string[];
 }
 
 const WILDCARDS = new Set(['0.0.0.0', '::']);
@@ -97,6 +102,13 @@ export function ownListeners(spec: ListenerSpec): OwnListeners {
     if (literal !== null) addEndpoint(literal, port);
     else names.add(`${nameOf(base.hostname)}:${port}`);
     for (const address of spec.publicAddresses ?? []) addEndpoint(address, port);
+  }
+  for (const hostPort of spec.infrastructure ?? []) {
+    const at = URL.parse(`http://${hostPort}/`);
+    if (!at || at.port === '') continue;
+    const host = at.hostname.startsWith('[') ? at.hostname.slice(1, -1) : at.hostname;
+    if (canonicalAddress(host) !== null) addEndpoint(host, Number(at.port));
+    else names.add(`${nameOf(host)}:${at.port}`);
   }
   return { names, endpoints, loopbackPorts };
 }

@@ -7,12 +7,12 @@ import { canonicalAddress, ownListeners, type OwnListeners } from '../core/own-l
  * This process's idea of where the service listens, from HOST, the bound port (or PORT, in a
  * process without the API) and PUBLIC_BASE_URL with what its name resolves to now.
  */
-export async function discoverOwnListeners(config: Config, apiUrl: string | undefined, publicBaseUrl: string): Promise<OwnListeners> {
+export async function discoverOwnListeners(config: Config, apiUrl: string | undefined, publicBaseUrl: string, infrastructure: readonly string[] = []): Promise<OwnListeners> {
   const port = apiUrl ? Number(new URL(apiUrl).port) : config.port;
   const interfaceAddresses = Object.values(networkInterfaces()).flatMap((list) => (list ?? []).map((i) => i.address));
   const base = publicBaseUrl.endsWith(':0') ? undefined : publicBaseUrl;
   const publicAddresses = base ? await addressesOf(new URL(base).hostname) : [];
-  return ownListeners({ bindHost: config.host, port, publicBaseUrl: base, interfaceAddresses, publicAddresses });
+  return ownListeners({ bindHost: config.host, port, publicBaseUrl: base, interfaceAddresses, publicAddresses, infrastructure });
 }
 
 async function addressesOf(hostname: string): Promise<string[]> {

@@ -28,6 +28,10 @@ import { murmur2Partitioner } from '../platform/kafka/partitioner';
 import { createKafka, createProducer, ensureTopics } from '../platform/kafka/client';
 import { RedisNameClaims } from '../platform/redis/name-claims';
 import { deliverStage } from '../pipeline/deliver/stage';
+import { createPublisher } from '../pipeline/deliver/publishers';
+import { createSandboxTransformer } from '../pipeline/deliver/transform/sandbox';
+import { isBroker } from '../core/destination-types';
+import { isOwnHost } from '../core/own-listeners';
 import { undiciSender, type HttpSender } from '../pipeline/deliver/http-sender';
 import { Breakers } from '../pipeline/deliver/breakers';
 import { DeliverPeers } from '../pipeline/deliver/peers';
@@ -84,6 +88,14 @@ export interface RunningService {
   /** What the API serves with, in a process that runs it. */
   apiServices: ApiServices | undefined;
   stop(): Promise<void>;
+}
+
+/** `host:port` of a service URL (redis:, http:), with its scheme's port when it names none. */
+function hostPortOf(text: string | undefined): string[] {
+  const u = text ? URL.parse(text) : null;
+  if (!u || u.hostname === '') return [];
+  const port = u.port !== '' ? u.port : ({ 'redis:': '6379', 'rediss:': '6379', 'http:': '80', 'https:': '443' } as Record<string, string>)[u.protocol];
+  return port ? [`${u.hostname}:${port}`] : [];
 }
 
 export function buildInfo(): BuildInfo {
@@ -255,10 +267,14 @@ export async function startService(config: Config, log = new Logger(config.logLe
     log.addSink(logShipper.sink);
     cleanups.push(() => logShipper.flush());
 
-    const own = await discoverOwnListeners(config, url, resolvePort(config.publicBaseUrl));
+    const infrastructure = [...infra.endpoints.kafkaBrokers, ...[infra.endpoints.redisUrl, registryUrl, config.clickhouseUrl].flatMap((u) => hostPortOf(u))];
+    const own = await discoverOwnListeners(config, url, resolvePort(config.publicBaseUrl), infrastructure);
     const agent = createGuardedAgent({ own, allow: config.destinationAllowedNetworks, connectTimeoutMs: config.deliveryConnectTimeoutMs, totalTimeoutMs: config.deliveryTimeoutMs, connections: config.deliveryPerDestination });
     const sender: HttpSender = undiciSender(agent, { totalTimeoutMs: config.deliveryTimeoutMs });
     cleanups.push(() => sender.close());
+    // tenants' transformations: run by deliver, checked and test-run by the API, never on the event loop
+    const transformer = config.stages.includes('deliver') || config.stages.includes('api') ? createSandboxTransformer({ workers: config.transformWorkers, timeoutMs: config.transformTimeoutMs, memoryMb: config.transformMemoryMb }) : undefined;
+    if (transformer) cleanups.push(() => transformer.close());
     // breaker states go to Redis too, where the API's proofs and planes and the other deliver processes read them
     const board = new BreakerBoard(redis, config.topicPrefix, { expiresMs: Math.max(5_000, 3 * config.deliverySyncMs) });
     // the owner's trial takes at most one attempt's time; the others see its answer one sync later
@@ -333,7 +349,17 @@ export async function startService(config: Config, log = new Logger(config.logLe
         // after the stages (cleanups run backwards): the last attempts' marks are written before Redis closes
         cleanups.push(() => markStore.flush());
       }
-      const stage = deliverStage({ topics, destinations, sender, breakers, defaultSchedule: config.retryScheduleMs, isRefusal: isSsrfRefusal, pacer, happenings: operational, lines, marks });
+      // broker destinations: one pooled connection each, through the same address policy as webhooks
+      const publisher = createPublisher({ allow: config.destinationAllowedNetworks, ownEndpoint: (address, port) => isOwnHost(own, address, port), idleMs: config.brokerIdleCloseMs, connectTimeoutMs: config.deliveryConnectTimeoutMs, log });
+      // a paused or deleted destination's connection is closed at once (a changed one reconnects on its next message)
+      const unwatchDestinations = store.onChange((entity, deleted) => {
+        if (entity.kind === 'destination' && isBroker(entity) && (deleted || entity.status !== 'active')) void publisher.release(entity.id);
+      });
+      cleanups.push(async () => {
+        unwatchDestinations();
+        await publisher.close();
+      });
+      const stage = deliverStage({ topics, destinations, sender, breakers, defaultSchedule: config.retryScheduleMs, isRefusal: isSsrfRefusal, pacer, happenings: operational, lines, marks, publisher, transformer, publishTimeoutMs: config.deliveryTimeoutMs });
       const ordered = (t: DeliveryTask) => store.get('destination', t.tenant_id, t.destination_id)?.ordered === true;
       // an ordered destination's deliveries take their send slots in line, one at a time, in order
       const prepare = async (t: DeliveryTask) => (ordered(t) ? t : pacer.prepare(t, store.get('destination', t.tenant_id, t.destination_id)));
@@ -392,6 +418,7 @@ export async function startService(config: Config, log = new Logger(config.logLe
       destinationHttpsOnly: config.destinationHttpsOnly,
       maxFanout: config.maxFanout,
       refusalOfDestination: (destinationUrl) => refusalOfDestination(destinationUrl, { allow: config.destinationAllowedNetworks, own }),
+      ...(transformer ? { transformer } : {}),
       operations: {
         admin,
         redis,

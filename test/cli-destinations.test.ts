@@ -1,8 +1,10 @@
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { runScript } from './support/process';
 import { startReceiver, type Receiver } from './support/receiver';
 import { startTestService, type TestService } from './support/service';
 
-/** `destinations update|pause|resume|rotate-secret|changes` as a child process against the running API. */
+/** `destinations types|create|update|pause|resume|rotate-secret|changes|test-transformation` as a child process against the running API. */
 describe('cli destinations', () => {
   let svc: TestService;
   let receiver: Receiver;
@@ -46,7 +48,26 @@ describe('cli destinations', () => {
     expect(typeof changes.next_cursor).toBe('string');
   }, 120_000);
 
+  it('lists the types, creates a broker destination, gives it a transformation from a file and test-runs it', async () => {
+    const types = await run(['types']);
+    expect(types.destination_types.map((t: Record<string, unknown>) => t.type)).toEqual(['webhook', 'kafka', 'amqp', 'nats', 'mqtt']);
+    const created = await run(['create', '--name', 'cli nats', '--type', 'nats', '--url', 'nats://127.0.0.1:9', '--config', '{"subject":"orders"}', '--auth', '{"type":"bearer","token":"cli-nats-token"}']);
+    expect(created).toMatchObject({ type: 'nats', config: { subject: 'orders' }, signing_secret: expect.stringMatching(/^whsec_/) });
+    expect(JSON.stringify(created.auth)).not.toContain('cli-nats-token');
+    const file = path.join(svc.config.dataDir, 'transform.js');
+    writeFileSync(file, 'function transform(e) { return { body: { wrapped: e.body } }; }');
+    const updated = await run(['update', String(created.id), '--transformation-file', file]);
+    expect(updated.transformation).toContain('wrapped');
+    const tried = await run(['test-transformation', String(created.id), '--body', '{"a":1}']);
+    expect(tried).toMatchObject({ outcome: 'send', body: '{"wrapped":{"a":1}}' });
+    expect((await run(['update', String(created.id), '--transformation-file', 'none'])).transformation).toBeNull();
+  }, 120_000);
+
   it('refuses with one line on stderr and exit 1', async () => {
+    await fails(['create', '--name', 'no url'], /needs --name <text> and --url <url>/);
+    await fails(['create', '--name', 'bad', '--type', 'kafka', '--url', 'kafka://127.0.0.1:9'], /^400 validation-error: .*config: is required for a kafka destination/);
+    await fails(['test-transformation', id], /needs one of --payload/);
+    await fails(['update', id, '--transformation-file', '/nonexistent/t.js'], /--transformation-file: cannot read \/nonexistent\/t\.js \(ENOENT\)/);
     await fails(['update', id, '--if-match', '"1"', '--name', 'stale'], /^412 precondition-failed: /);
     await fails(['update', id, '--patch', '{"colour":"red"}'], /^422 unprocessable-entity: .*colour: is not a member of this body/);
     await fails(['rotate-secret', id, '--overlap', 'soon'], /--overlap must be a whole number/);

@@ -156,7 +156,7 @@ const DESTINATION_CHANGE_TOOLS: ToolSpec[] = [
   },
   {
     name: 'update_destination', title: 'Change a destination', group: 'write:destinations', scope: 'write:destinations',
-    description: 'A JSON merge patch of the destination: the members given replace the stored ones, null resets one to its default, the rest stay (name, url, retry_schedule_ms, auth, enabled, rate_limit_per_s, ordered, event_types, filter).',
+    description: 'A JSON merge patch of the destination: the members given replace the stored ones, null resets one to its default, the rest stay (name, type, url, config, transformation, retry_schedule_ms, auth, enabled, rate_limit_per_s, ordered, event_types, filter).',
     input: { body: 'DestinationPatch', properties: { destination_id: destinationId, if_match: ifMatch, idempotency_key: idempotencyKey }, required: ['destination_id'] }, output: 'Destination', annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true },
     run: (d, c) => patchDestination(d, c, bodyOf(c.args, 'destination_id', 'if_match')),
   },
@@ -177,6 +177,18 @@ const DESTINATION_CHANGE_TOOLS: ToolSpec[] = [
     description: 'A new signing secret, shown in this answer only; the old one keeps signing beside it for overlap_seconds (default one day).',
     input: { body: 'SecretRotation', properties: { destination_id: destinationId, if_match: ifMatch, idempotency_key: idempotencyKey }, required: ['destination_id'] }, output: 'SecretRotated', annotations: { readOnlyHint: false, destructiveHint: true },
     run: (d, c) => rest(d, c, 'POST', tenantPath(c, `/destinations/${enc(String(c.args.destination_id))}/rotate-secret`), { body: bodyOf(c.args, 'destination_id', 'if_match'), headers: typeof c.args.if_match === 'string' ? { 'if-match': c.args.if_match } : {} }),
+  },
+  {
+    name: 'list_destination_types', title: 'Destination types and their config schemas', group: 'read', scope: null,
+    description: 'Every destination type (webhook, kafka, amqp, nats, mqtt) with its URL schemes, the JSON Schema of its config, the auth types it takes and what counts as delivered (as GET /v1/destination-types).',
+    input: { properties: {} }, output: 'DestinationTypeList', annotations: { readOnlyHint: true },
+    run: (d, c) => rest(d, c, 'GET', '/v1/destination-types'),
+  },
+  {
+    name: 'test_destination_transformation', title: 'Run a destination\'s transformation on a payload', group: 'write:destinations', scope: 'write:destinations',
+    description: 'Runs the destination\'s transformation (or the `transformation` given, without saving it) in the sandbox on a saved payload (`payload_id`) or a given `body`, and shows what an attempt would send (body, its SHA-256, headers, method, path), that it would drop the delivery, or why it would fail. Nothing is sent.',
+    input: { body: 'TransformationTest', properties: { destination_id: destinationId, idempotency_key: idempotencyKey }, required: ['destination_id'] }, output: 'TransformationTestResult', annotations: { readOnlyHint: true },
+    run: (d, c) => rest(d, c, 'POST', tenantPath(c, `/destinations/${enc(String(c.args.destination_id))}/transformation/test`), { body: bodyOf(c.args, 'destination_id') }),
   },
   {
     name: 'list_destination_changes', title: 'History of a destination', group: 'read', scope: 'read:destinations',
@@ -268,7 +280,7 @@ export const TOOLS: ToolSpec[] = [
   {
     name: 'list_deliveries', title: 'Delivery attempts', group: 'read', scope: 'read:deliveries',
     description: 'Delivery attempts, newest first, each with its event type; searched by status, destination, event type, attempt time (from inclusive, to exclusive), response code or class (503, 5xx) and text in the response body start or the request body (as GET /v1/tenants/{tenant_id}/deliveries). A next_cursor works only with the same filters.',
-    input: { properties: { status: { type: 'string', enum: ['delivered', 'retrying', 'failed'] }, ...SEARCH_INPUT, limit, cursor } }, output: 'DeliveryList', annotations: { readOnlyHint: true },
+    input: { properties: { status: { type: 'string', enum: ['delivered', 'retrying', 'failed', 'dropped'] }, ...SEARCH_INPUT, limit, cursor } }, output: 'DeliveryList', annotations: { readOnlyHint: true },
     run: (d, c) => rest(d, c, 'GET', tenantPath(c, '/deliveries'), { query: { status: c.args.status, ...Object.fromEntries(Object.keys(SEARCH_INPUT).map((k) => [k, c.args[k]])), limit: c.args.limit, cursor: c.args.cursor } }),
   },
   {
@@ -280,7 +292,7 @@ export const TOOLS: ToolSpec[] = [
   // writes: each in the group of its write scope, through the REST route it mirrors
   {
     name: 'create_destination', title: 'Create a destination', group: 'write:destinations', scope: 'write:destinations',
-    description: 'Creates a destination; its signing secret is in this answer only.',
+    description: 'Creates a destination (a webhook, or a kafka, amqp, nats or mqtt broker: list_destination_types gives each type\'s config schema); its signing secret is in this answer only.',
     input: { body: 'DestinationCreate', properties: { idempotency_key: idempotencyKey } }, output: 'DestinationCreated', annotations: { readOnlyHint: false, destructiveHint: false },
     run: (d, c) => rest(d, c, 'POST', tenantPath(c, '/destinations'), { body: bodyOf(c.args) }),
   },

@@ -9,7 +9,7 @@ import { CH_TIME, isoFromClickHouse } from '../../platform/clickhouse/time';
 import { eventTypesOf, listDeliveries, type DeliveryRow } from '../../platform/clickhouse/deliveries-list';
 import { cursorFiltersOf, searchFiltersOf } from './deliveries-query';
 
-export const DELIVERY_STATUSES = ['delivered', 'retrying', 'failed'] as const;
+export const DELIVERY_STATUSES = ['delivered', 'retrying', 'failed', 'dropped'] as const;
 
 export function deliveriesRouter(clickhouse: ClickHouseClient, database: string): Router {
   const router = express.Router({ mergeParams: true });

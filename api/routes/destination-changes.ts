@@ -1,9 +1,9 @@
 import express, { type Request, type Response, type Router } from 'express';
 import { actionOf, changedMembers } from '../../core/destination-changes';
-import { AppError, notFound, unprocessable, type FieldError } from '../../core/errors';
+import { AppError, notFound, unprocessable, validationError, type FieldError } from '../../core/errors';
 import { newId } from '../../core/ids';
 import { errorMessage, type Logger } from '../../core/log';
-import type { ApiKey, Destination, DestinationAuth } from '../../core/model';
+import type { ApiKey, Destination, DestinationAuth, DestinationType } from '../../core/model';
 import { newSigningSecret } from '../../core/signing/standard-webhooks';
 import type { ClickHouseClient } from '@clickhouse/client';
 import type { Redis } from 'ioredis';
@@ -15,8 +15,9 @@ import { decodeCursor, encodeCursor } from '../cursor';
 import { parseLimit } from '../paging';
 import type { NameClaims } from '../ports';
 import { validateBody, type BodyOperation } from '../validation';
-import { checkUrl, destinationView, etagOf, holdsName, READ_ONLY_MEMBERS, readAuth, readFilter, checkEventTypes, setEtag, unmaskAuth, withStoredSecret } from './destination-members';
+import { checkTransformation, destinationView, etagOf, holdsName, READ_ONLY_MEMBERS, readAuth, readFilter, checkEventTypes, refusalOfTarget, setEtag, typeMemberProblems, unmaskAuth, withStoredSecret, type TypeMembers } from './destination-members';
 import { acceptDestinationAuth } from '../../core/destination-auth';
+import type { Transformer } from '../../pipeline/deliver/transform/transformer';
 
 /** Notes one change of a destination in its history (before absent: created; after absent: deleted). */
 export type ChangeRecorder = (key: ApiKey, before: Destination | undefined, after: Destination | undefined, rotated?: boolean) => Promise<void>;
@@ -42,12 +43,15 @@ export function changeRecorder(log: DestinationChangeLog, logger?: Logger): Chan
 export const MAX_OVERLAP_SECONDS = 604_800;
 export const DEFAULT_OVERLAP_SECONDS = 86_400;
 /** The members a patch or a replacement may set, beside the read-only ones a GET shows. */
-const SETTABLE = ['name', 'url', 'retry_schedule_ms', 'auth', 'enabled', 'rate_limit_per_s', 'ordered', 'event_types', 'filter'] as const;
+const SETTABLE = ['name', 'type', 'url', 'config', 'transformation', 'retry_schedule_ms', 'auth', 'enabled', 'rate_limit_per_s', 'ordered', 'event_types', 'filter'] as const;
 const KNOWN = new Set<string>([...SETTABLE, ...READ_ONLY_MEMBERS]);
 
 interface ChangeBody {
   name?: string;
+  type?: DestinationType;
   url?: string;
+  config?: Record<string, unknown> | null;
+  transformation?: string | null;
   retry_schedule_ms?: number[] | null;
   auth?: DestinationAuth | null;
   enabled?: boolean;
@@ -66,6 +70,22 @@ export interface DestinationChangeDeps {
   record: ChangeRecorder;
   httpsOnly?: boolean;
   refusalOf(url: string): Promise<string | null>;
+  /** The sandbox's check of a transformation (see DestinationsOptions). */
+  checkTransformation?: (code: string) => Promise<string | undefined>;
+}
+
+/**
+ * The type, url, config and credentials a change leaves the destination with: each given, or
+ * (a patch) kept, or (a replacement) its default; credentials as they will be kept.
+ */
+function typeMembersAfter(cur: Destination, b: ChangeBody, has: (m: string) => boolean, mode: 'patch' | 'replace', auth: DestinationAuth | null | undefined): TypeMembers {
+  const keep = mode === 'patch';
+  return {
+    type: has('type') ? (b.type ?? 'webhook') : keep ? (cur.type ?? 'webhook') : 'webhook',
+    url: b.url ?? cur.url,
+    config: has('config') ? (b.config ?? null) : keep ? (cur.config ?? null) : null,
+    auth: has('auth') || !keep ? (auth ?? null) : (cur.auth ?? null),
+  };
 }
 
 /** Whether an If-Match header admits the current ETag: `*`, or one of its strong tags. */
@@ -124,7 +144,11 @@ export function destinationChangesRouter(deps: DestinationChangeDeps): Router {
     const check = validateBody<ChangeBody>(operation, withStoredSecret(known, current?.auth));
     const b = check.body;
     const has = (m: string) => Object.prototype.hasOwnProperty.call(b, m);
-    if (b.url !== undefined) checkUrl(check, b.url, deps.httpsOnly);
+    if (current && ['type', 'url', 'config', 'auth'].every((f) => check.usable(f))) {
+      const held = b.auth ? acceptDestinationAuth(b.auth).auth : null;
+      for (const e of typeMemberProblems(typeMembersAfter(current, b, has, mode, held), deps.httpsOnly)) check.fail(e.field, e.message);
+    }
+    if (has('transformation')) await checkTransformation(check, b.transformation, deps.checkTransformation);
     let refused: FieldError[] = [];
     let filter: unknown[] | null | undefined;
     if (has('filter')) filter = b.filter === null ? null : ({ filter, refused } = readFilter(check, b.filter!)).filter;
@@ -134,8 +158,9 @@ export function destinationChangesRouter(deps: DestinationChangeDeps): Router {
     check.done();
     if (unknown.length > 0) throw unprocessable(unknown.map((field) => ({ field, message: 'is not a member of this body' })));
     if (refused.length > 0) throw unprocessable(refused);
-    if (b.url !== undefined) {
-      const refusal = await deps.refusalOf(b.url);
+    if (current && (b.url !== undefined || has('type'))) {
+      const after = typeMembersAfter(current, b, has, mode, null);
+      const refusal = await refusalOfTarget(deps.refusalOf, after.type, after.url);
       if (refusal !== null) throw unprocessable([{ field: 'url', message: refusal }]);
     }
 
@@ -148,6 +173,9 @@ export function destinationChangesRouter(deps: DestinationChangeDeps): Router {
       const name = has('name') ? b.name!.trim() : undefined;
       if (name !== undefined) next.name = name;
       if (b.url !== undefined) next.url = b.url;
+      if (has('type') || mode === 'replace') next.type = b.type ?? 'webhook';
+      if (has('config') || mode === 'replace') next.config = b.config ?? null;
+      if (has('transformation') || mode === 'replace') next.transformation = b.transformation ?? null;
       const schedule = take('retry_schedule_ms', b.retry_schedule_ms, null);
       if (schedule !== undefined) next.retry_schedule_ms = schedule;
       // a masked secret stands for the secret of this version, the one the lock holds; when
@@ -161,6 +189,9 @@ export function destinationChangesRouter(deps: DestinationChangeDeps): Router {
       const types = take('event_types', b.event_types, null);
       if (types !== undefined) next.event_types = types;
       if (has('filter') || mode === 'replace') next.filter = filter ?? null;
+      // another write may have changed what this one's members depend on since they were checked
+      const stale = typeMemberProblems({ type: next.type ?? 'webhook', url: next.url, config: next.config ?? null, auth: next.auth ?? null }, deps.httpsOnly);
+      if (stale.length > 0) throw validationError(stale);
       const enabled = has('enabled') ? b.enabled! : mode === 'replace' ? true : undefined;
       // sending back what a GET shows changes nothing: only a different `enabled` moves the status
       if (enabled !== undefined && enabled !== (cur.status === 'active')) {
@@ -245,7 +276,8 @@ export function destinationChangesRouter(deps: DestinationChangeDeps): Router {
 }
 
 /** The dependencies of the routes above from what the API has once the service is up. */
-export function destinationChangeDepsOf(s: { store: ConfigStore; claims: NameClaims; redis: Redis; redisPrefix: string; clickhouse: ClickHouseClient; clickhouseDatabase: string; destinationHttpsOnly: boolean; refusalOfDestination(url: string): Promise<string | null> }, log?: Logger): DestinationChangeDeps {
+export function destinationChangeDepsOf(s: { store: ConfigStore; claims: NameClaims; redis: Redis; redisPrefix: string; clickhouse: ClickHouseClient; clickhouseDatabase: string; destinationHttpsOnly: boolean; refusalOfDestination(url: string): Promise<string | null>; transformer?: Transformer }, log?: Logger): DestinationChangeDeps {
   const history = new DestinationChangeLog(s.clickhouse, s.clickhouseDatabase);
-  return { store: s.store, claims: s.claims, locks: new EntityLocks(s.redis, s.redisPrefix), history, record: changeRecorder(history, log), httpsOnly: s.destinationHttpsOnly, refusalOf: (url) => s.refusalOfDestination(url) };
+  const transformer = s.transformer;
+  return { store: s.store, claims: s.claims, locks: new EntityLocks(s.redis, s.redisPrefix), history, record: changeRecorder(history, log), httpsOnly: s.destinationHttpsOnly, refusalOf: (url) => s.refusalOfDestination(url), ...(transformer ? { checkTransformation: (code: string) => transformer.check(code) } : {}) };
 }

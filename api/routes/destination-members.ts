@@ -4,10 +4,11 @@ import type { FieldError } from '../../core/errors';
 import { parseFilters, type FilterRule } from '../../core/filters';
 import { eventTypesProblems } from '../../core/subscriptions';
 import { shownMembers } from '../../core/destination-changes';
-import type { Destination, DestinationAuth } from '../../core/model';
+import type { Destination, DestinationAuth, DestinationType } from '../../core/model';
+import { DESTINATION_TYPE_SPECS, endpointsOf, MAX_TRANSFORMATION_BYTES, templateProblem } from '../../core/destination-types';
 import { maskValue } from '../../core/secrets/fields';
 import type { ConfigStore } from '../../platform/config-store/config-store';
-import type { BodyCheck } from '../validation';
+import { memberProblems, type BodyCheck } from '../validation';
 
 /**
  * What a destination body may carry beside name and url, read the same way by create, patch and
@@ -32,12 +33,79 @@ export function urlProblem(url: string): string | undefined {
   }
 }
 
-/** Collects the URL's problems on the check (the schema has already found it a string). */
-export function checkUrl<T>(check: BodyCheck<T>, url: string, httpsOnly: boolean | undefined): void {
-  if (!check.usable('url')) return;
-  const problem = urlProblem(url);
-  if (problem) check.fail('url', problem);
-  else if (httpsOnly && /^http:/i.test(url.trim())) check.fail('url', 'must be an https: URL on this deployment');
+/** What decides where a destination's deliveries go, taken together: each depends on the type. */
+export interface TypeMembers {
+  type: DestinationType;
+  url: string;
+  config: Record<string, unknown> | null;
+  auth: DestinationAuth | null;
+}
+
+/** Whether a broker destination's connection is encrypted: its scheme, or its config's `tls`. */
+function encrypted(type: DestinationType, scheme: string, config: Record<string, unknown> | null): boolean {
+  if (scheme === 'amqps' || scheme === 'mqtts') return true;
+  return (type === 'kafka' || type === 'nats') && config?.tls === true;
+}
+
+/**
+ * The problems of a destination's url, config and credentials against its type (the schemas of
+ * core/destination-types.ts, as GET /v1/destination-types serves them), named by field.
+ */
+export function typeMemberProblems(m: TypeMembers, httpsOnly: boolean | undefined): FieldError[] {
+  const spec = DESTINATION_TYPE_SPECS[m.type];
+  const problems: FieldError[] = [];
+  if (m.type === 'webhook') {
+    const problem = /^https?:\/\//i.test(m.url.trim()) ? urlProblem(m.url) : 'must be an http or https URL';
+    if (problem) problems.push({ field: 'url', message: problem });
+    else if (httpsOnly && /^http:/i.test(m.url.trim())) problems.push({ field: 'url', message: 'must be an https: URL on this deployment' });
+    if (m.config !== null) problems.push({ field: 'config', message: 'must be null for a webhook destination (its settings are its url and members)' });
+  } else {
+    const parsed = endpointsOf(m.type, m.url);
+    if ('problem' in parsed) problems.push({ field: 'url', message: parsed.problem });
+    else if (httpsOnly && !encrypted(m.type, parsed.scheme, m.config)) problems.push({ field: 'url', message: `must use TLS on this deployment (${m.type === 'kafka' || m.type === 'nats' ? 'config.tls true' : `the ${spec.schemes[1]}: scheme`})` });
+    if (m.config === null) problems.push({ field: 'config', message: `is required for a ${m.type} destination (GET /v1/destination-types gives its schema)` });
+    else {
+      problems.push(...memberProblems(spec.config_schema!, m.config, 'config'));
+      const key = m.type === 'kafka' ? m.config.key : undefined;
+      const keyProblem = typeof key === 'string' ? templateProblem(key) : undefined;
+      if (keyProblem) problems.push({ field: 'config.key', message: keyProblem });
+      if (m.type === 'kafka' && typeof m.config.sasl_mechanism === 'string' && m.auth?.type !== 'basic') problems.push({ field: 'auth', message: 'must be basic (username and password) when config.sasl_mechanism is set' });
+    }
+  }
+  if (m.auth && !spec.auth_types.includes(m.auth.type)) problems.push({ field: 'auth.type', message: `must be ${spec.auth_types.join(' or ')} for a ${m.type} destination` });
+  return problems;
+}
+
+/** Collects the problems of the type members on the check, once the schema found each of them well-formed. */
+export function checkTypeMembers<T>(check: BodyCheck<T>, m: TypeMembers, httpsOnly: boolean | undefined): void {
+  if (!['type', 'url', 'config', 'auth'].every((f) => check.usable(f))) return;
+  for (const e of typeMemberProblems(m, httpsOnly)) check.fail(e.field, e.message);
+}
+
+/**
+ * Why the destination's address is refused (SSRF policy, a loop to this service, the service's
+ * own infrastructure), or null: a webhook's URL, or each server a broker URL names.
+ */
+export async function refusalOfTarget(refusalOf: (url: string) => Promise<string | null>, type: DestinationType, url: string): Promise<string | null> {
+  if (type === 'webhook') return refusalOf(url);
+  const parsed = endpointsOf(type, url);
+  if ('problem' in parsed) return parsed.problem;
+  for (const { host, port } of parsed.endpoints) {
+    const refusal = await refusalOf(`http://${host.includes(':') ? `[${host}]` : host}:${port}/`);
+    if (refusal !== null) return refusal;
+  }
+  return null;
+}
+
+/**
+ * A transformation's problems: its size in bytes (the schema counts characters), then whether
+ * it compiles and defines transform, as the sandbox that runs it says.
+ */
+export async function checkTransformation<T>(check: BodyCheck<T>, code: string | null | undefined, compile: ((code: string) => Promise<string | undefined>) | undefined): Promise<void> {
+  if (typeof code !== 'string' || !check.usable('transformation')) return;
+  if (Buffer.byteLength(code, 'utf8') > MAX_TRANSFORMATION_BYTES) return check.fail('transformation', `must be at most ${MAX_TRANSFORMATION_BYTES} bytes`);
+  const problem = compile ? await compile(code) : 'cannot be checked: this process runs no transformation sandbox';
+  if (problem) check.fail('transformation', problem);
 }
 
 /**

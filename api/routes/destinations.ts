@@ -2,14 +2,14 @@ import express, { type Router } from 'express';
 import { AppError, notFound, unprocessable, type FieldError } from '../../core/errors';
 import { newId } from '../../core/ids';
 import { checkQuota, DEFAULT_QUOTAS, type Quotas } from '../../core/quotas';
-import type { Destination, DestinationAuth } from '../../core/model';
+import type { Destination, DestinationAuth, DestinationType } from '../../core/model';
 import { newSigningSecret } from '../../core/signing/standard-webhooks';
 import type { ConfigStore } from '../../platform/config-store/config-store';
 import type { NameClaims } from '../ports';
 import { authOf, requireResource, requireScope } from '../auth';
 import { validateBody } from '../validation';
 import { configListHandler } from '../paging';
-import { checkUrl, destinationView, holdsName, readAuth, readFilter, checkEventTypes, setEtag } from './destination-members';
+import { checkTransformation, checkTypeMembers, destinationView, holdsName, readAuth, readFilter, checkEventTypes, refusalOfTarget, setEtag } from './destination-members';
 import type { ChangeRecorder } from './destination-changes';
 
 export { destinationView } from './destination-members';
@@ -17,7 +17,10 @@ export { destinationView } from './destination-members';
 /** A body the DestinationCreate schema accepted; what a GET shows beside it is accepted and left as the service sets it. */
 interface DestinationBody {
   name: string;
+  type?: DestinationType;
   url: string;
+  config?: Record<string, unknown> | null;
+  transformation?: string | null;
   retry_schedule_ms?: number[] | null;
   auth?: DestinationAuth | null;
   enabled?: boolean;
@@ -27,7 +30,16 @@ interface DestinationBody {
   filter?: unknown[] | null;
 }
 
-export function destinationsRouter(store: ConfigStore, claims: NameClaims, options: { httpsOnly?: boolean; refusalOf: (url: string) => Promise<string | null>; quotas?: Quotas; changes?: ChangeRecorder }): Router {
+export interface DestinationsOptions {
+  httpsOnly?: boolean;
+  refusalOf: (url: string) => Promise<string | null>;
+  quotas?: Quotas;
+  changes?: ChangeRecorder;
+  /** Why a transformation cannot run (does not compile, defines no transform), or undefined: the sandbox's own check. */
+  checkTransformation?: (code: string) => Promise<string | undefined>;
+}
+
+export function destinationsRouter(store: ConfigStore, claims: NameClaims, options: DestinationsOptions): Router {
   const router = express.Router({ mergeParams: true });
 
   router.get('/', requireScope('read:destinations'), configListHandler(store, 'destination', 'destinations', destinationView));
@@ -36,8 +48,11 @@ export function destinationsRouter(store: ConfigStore, claims: NameClaims, optio
     const key = authOf(res);
     const check = validateBody<DestinationBody>('createDestination', req.body);
     const { name, url, retry_schedule_ms: schedule } = check.body;
-    checkUrl(check, url, options.httpsOnly);
+    const type = check.body.type ?? 'webhook';
+    const config = check.body.config ?? null;
     const auth = check.body.auth ? readAuth(check, check.body.auth, null) : null;
+    checkTypeMembers(check, { type, url, config, auth }, options.httpsOnly);
+    await checkTransformation(check, check.body.transformation, options.checkTransformation);
     let refused: FieldError[] = [];
     let filter: unknown[] | null = null;
     if (check.body.filter) ({ filter, refused } = readFilter(check, check.body.filter));
@@ -45,7 +60,7 @@ export function destinationsRouter(store: ConfigStore, claims: NameClaims, optio
     check.done();
     if (refused.length > 0) throw unprocessable(refused);
     checkQuota(store, key.tenant_id, 'destinations', options.quotas ?? DEFAULT_QUOTAS);
-    const refusal = await options.refusalOf(url);
+    const refusal = await refusalOfTarget(options.refusalOf, type, url);
     if (refusal !== null) throw unprocessable([{ field: 'url', message: refusal }]);
     const id = newId('destination');
     const claimed = await claims.claim(key.tenant_id, 'destination-name', name.trim(), id, holdsName(store, key.tenant_id, name.trim()));
@@ -56,7 +71,10 @@ export function destinationsRouter(store: ConfigStore, claims: NameClaims, optio
       id,
       tenant_id: key.tenant_id,
       name: name.trim(),
+      type,
       url,
+      config,
+      transformation: check.body.transformation ?? null,
       status: check.body.enabled === false ? 'paused' : 'active',
       signing_secret: newSigningSecret(),
       auth,

@@ -8,6 +8,8 @@ export interface FinishedAttempt {
   attemptedAt: number;
   /** The start of the response body (ATTEMPT_MARK_BODY_BYTES at most). */
   responseBody?: Buffer;
+  /** SHA-256 of the body sent, when a transformation made it another than the task's. */
+  sentSha256?: string;
 }
 
 /** Bytes of a response body a mark keeps: an outcome written again from a mark shows this much. */
@@ -46,6 +48,8 @@ interface Stored {
   a: number;
   /** The start of the response body, base64. */
   b?: string;
+  /** SHA-256 of the body sent, when not the task's. */
+  h?: string;
 }
 
 /** Attempt marks kept in `store` under `attempt:<delivery>:<attempt>`. */
@@ -56,13 +60,14 @@ export function attemptMarksIn(store: MarkStore): AttemptMarks {
       if (raw === undefined) return undefined;
       try {
         const s = JSON.parse(raw) as Stored;
-        return { result: s.r, durationMs: s.d, attemptedAt: s.a, ...(s.b === undefined ? {} : { responseBody: Buffer.from(s.b, 'base64') }) };
+        return { result: s.r, durationMs: s.d, attemptedAt: s.a, ...(s.b === undefined ? {} : { responseBody: Buffer.from(s.b, 'base64') }), ...(s.h === undefined ? {} : { sentSha256: s.h }) };
       } catch {
         return undefined;
       }
     },
     note(task, attempt) {
       const stored: Stored = { r: attempt.result, d: attempt.durationMs, a: attempt.attemptedAt };
+      if (attempt.sentSha256) stored.h = attempt.sentSha256;
       if (attempt.responseBody && attempt.responseBody.length > 0) stored.b = attempt.responseBody.subarray(0, ATTEMPT_MARK_BODY_BYTES).toString('base64');
       store.set(`attempt:${attemptKey(task)}`, JSON.stringify(stored));
     },

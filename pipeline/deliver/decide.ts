@@ -3,6 +3,8 @@ import { delayBefore } from '../../core/retry-schedule';
 /** What one attempt came to, as far as the decision needs it. */
 export type AttemptResult =
   | { kind: 'response'; status: number; retryAfterMs: number | null }
+  /** A broker destination's broker acknowledged the message. */
+  | { kind: 'acked' }
   | { kind: 'error'; message: string; refused: boolean }
   | { kind: 'breaker-open'; reopensAt: number };
 
@@ -31,6 +33,8 @@ export function describe(result: AttemptResult): string {
   switch (result.kind) {
     case 'response':
       return `the destination answered ${result.status}`;
+    case 'acked':
+      return 'the broker acknowledged the message';
     case 'error':
       return result.message;
     case 'breaker-open':
@@ -39,7 +43,7 @@ export function describe(result: AttemptResult): string {
 }
 
 /**
- * The one place that decides what follows an attempt. 2xx delivers; 410 Gone is final and
+ * The one place that decides what follows an attempt. 2xx (or a broker's acknowledgement) delivers; 410 Gone is final and
  * disables the destination; a refused target (SSRF guard) is final; anything else — other
  * status codes including 3xx, timeouts, connection errors — retries on the schedule, later
  * when a 429 or 503 asks for it with Retry-After, until the schedule is exhausted.
@@ -48,7 +52,7 @@ export function decide(result: AttemptResult, attempt: number, schedule: number[
   if (result.kind === 'breaker-open') {
     return { action: 'wait', at: Math.max(result.reopensAt, now), reason: describe(result) };
   }
-  if (result.kind === 'response' && result.status >= 200 && result.status < 300) return { action: 'delivered' };
+  if (result.kind === 'acked' || (result.kind === 'response' && result.status >= 200 && result.status < 300)) return { action: 'delivered' };
   const reason = describe(result);
   if (result.kind === 'response' && result.status === 410) {
     return { action: 'dead', reason: `${reason} (Gone): the destination is disabled`, disableDestination: true };

@@ -8,6 +8,8 @@ const DRAIN_LIMIT_BYTES = 64 * 1024;
 
 export interface SendRequest {
   url: string;
+  /** POST unless a transformation chose another. */
+  method?: string;
   headers: Record<string, string>;
   body: Buffer;
 }
@@ -58,7 +60,7 @@ export function undiciSender(agent: Dispatcher, options: { totalTimeoutMs: numbe
       const timer = setTimeout(() => abort.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError')), options.totalTimeoutMs);
       try {
         const res = await request(req.url, {
-          method: 'POST',
+          method: req.method ?? 'POST',
           headers: req.headers,
           body: req.body,
           dispatcher: agent,

@@ -9,6 +9,7 @@ export const OUTCOME_LINES: Record<DeliveryOutcome['status'], { level: LogLevel;
   delivered: { level: 'info', msg: 'delivered' },
   retrying: { level: 'info', msg: 'attempt failed; retry scheduled' },
   failed: { level: 'warn', msg: 'delivery failed for good; dead-lettered' },
+  dropped: { level: 'info', msg: 'delivery dropped by the destination\'s transformation; nothing sent' },
 };
 
 /** The line's own fields, beside the ids: what the attempt gave, and why it goes on or ends. */

@@ -19,6 +19,11 @@ import type { OrderedLines } from './ordered-lines';
 import { attemptKey, type AttemptMarks, type FinishedAttempt } from './attempt-marks';
 import { deliveryKey, keptKey } from '../../core/record-keys';
 import { Pacer } from './pace';
+import { sha256Hex } from '../../core/stored-body';
+import { isBroker, renderTemplate, type KafkaConfig } from '../../core/destination-types';
+import { PublishFailed, type OutboundMessage, type Publisher } from './publishers/publisher';
+import { bodyValue, prepare, type Prepared } from './transform/apply';
+import type { Transformer } from './transform/transformer';
 import { recordDelivery, type DeliveryOutcomeLabel } from '../../platform/metrics/metrics';
 import { TRACEPARENT, TRACESTATE, traceIdOf, type TraceHeaders } from '../../platform/tracing/trace-context';
 import { SPAN_ATTRIBUTES, SpanKind, SpanStatusCode, type Span } from '../../platform/tracing/tracing';
@@ -59,6 +64,12 @@ export interface DeliverDeps {
   lines?: OrderedLines;
   /** Marks of finished attempts, read for uncertain tasks so a finished attempt is not sent again; unset, none. */
   marks?: AttemptMarks;
+  /** Sends to broker destinations (kafka, amqp, nats, mqtt); unset, their attempts fail saying so. */
+  publisher?: Publisher;
+  /** Runs destinations' transformations; unset, a destination with one fails its attempts saying so. */
+  transformer?: Transformer;
+  /** Longest a broker may take to acknowledge a message (DELIVERY_TIMEOUT_MS). */
+  publishTimeoutMs?: number;
   now?: () => number;
 }
 
@@ -67,12 +78,12 @@ function isResponse(v: unknown): v is SendResult {
 }
 
 /** One signature per secret that signs now: after a rotation, the old one too until it expires. */
-function signatureHeader(destination: Destination, task: DeliveryTask, timestamp: number, nowMs: number): string {
-  const signature = signStandardWebhook(destination.signing_secret, task.delivery_id, timestamp, task.body);
+function signatureHeader(destination: Destination, task: DeliveryTask, body: Buffer, timestamp: number, nowMs: number): string {
+  const signature = signStandardWebhook(destination.signing_secret, task.delivery_id, timestamp, body);
   const previous = destination.previous_signing_secret;
   const until = destination.previous_secret_expires_at ? Date.parse(destination.previous_secret_expires_at) : NaN;
   if (!previous || !(nowMs < until)) return signature;
-  return `${signature} ${signStandardWebhook(previous, task.delivery_id, timestamp, task.body)}`;
+  return `${signature} ${signStandardWebhook(previous, task.delivery_id, timestamp, body)}`;
 }
 
 /**
@@ -80,13 +91,16 @@ function signatureHeader(destination: Destination, task: DeliveryTask, timestamp
  * of the delivery's span (so that the receiver can join the trace; the signature covers only the
  * id, the timestamp and the body) and the destination's credentials.
  */
-export function outboundHeaders(task: DeliveryTask, destination: Destination, nowMs: number, trace?: TraceHeaders): Record<string, string> {
+export function outboundHeaders(task: DeliveryTask, destination: Destination, nowMs: number, trace?: TraceHeaders, sent?: Prepared): Record<string, string> {
   const timestamp = Math.floor(nowMs / 1000);
+  const body = sent?.body ?? task.body;
   const headers: Record<string, string> = {
-    'content-type': task.content_type ?? 'application/octet-stream',
+    // the transformation's headers first: the service's own below replace any of the same name
+    ...sent?.headers,
+    'content-type': (sent ? sent.content_type : task.content_type) ?? 'application/octet-stream',
     'webhook-id': task.delivery_id,
     'webhook-timestamp': String(timestamp),
-    'webhook-signature': signatureHeader(destination, task, timestamp, nowMs),
+    'webhook-signature': signatureHeader(destination, task, body, timestamp, nowMs),
     'x-correlation-id': task.correlation_id,
     // the receiver may be another Hook URL of this service: its count stops a loop
     [HOPS_HEADER]: String((task.hops ?? 0) + 1),
@@ -96,8 +110,9 @@ export function outboundHeaders(task: DeliveryTask, destination: Destination, no
     headers[TRACEPARENT] = trace.traceparent;
     if (trace.tracestate) headers[TRACESTATE] = trace.tracestate;
   }
-  // the credentials the receiver asked for; their name is never one of the headers above
-  if (destination.auth) {
+  // the credentials the receiver asked for; their name is never one of the headers above (a
+  // broker's are its login, never a header)
+  if (destination.auth && !isBroker(destination)) {
     const [name, value] = authHeader(destination.auth);
     headers[name] = value;
   }
@@ -112,6 +127,25 @@ interface Step {
   waits?: DeliveryTask;
   /** The attempt got a 2xx. */
   delivered: boolean;
+}
+
+/** The URL a webhook attempt goes to: the destination's, its path and query replaced when the transformation gave one. */
+function targetUrl(destination: Destination, sent: Prepared): string {
+  if (!sent.path) return destination.url;
+  const url = new URL(destination.url);
+  const path = new URL(sent.path, 'http://path.invalid');
+  url.pathname = path.pathname;
+  url.search = path.search;
+  return url.href;
+}
+
+/** A broker message's key: the kafka config's template over the delivery, else the event id. */
+function messageKey(task: DeliveryTask, destination: Destination, sent: Prepared): string {
+  const template = destination.type === 'kafka' ? (destination.config as KafkaConfig | null | undefined)?.key : undefined;
+  if (!template) return task.event_id;
+  // the body is parsed only for a template that reads it
+  const body = template.includes('body') ? bodyValue(sent.body, sent.content_type) : undefined;
+  return renderTemplate(template, { event_id: task.event_id, delivery_id: task.delivery_id, destination_id: task.destination_id, tenant_id: task.tenant_id, body });
 }
 
 /** The metrics' name for what an attempt came to. */
@@ -133,7 +167,7 @@ function outcomeLabel(result: AttemptResult, decision: Decision): DeliveryOutcom
 function noteAttempt(span: Span, destination: Destination, result: AttemptResult, decision: Decision): void {
   span.setAttributes({
     [SPAN_ATTRIBUTES.outcome]: decision.action === 'delivered' ? 'delivered' : decision.action === 'dead' ? 'failed' : decision.action === 'retry' ? 'retrying' : 'waiting',
-    'http.request.method': 'POST',
+    ...(isBroker(destination) ? { 'messaging.system': destination.type } : { 'http.request.method': 'POST' }),
     // the host only: a destination's path and query may hold its credentials
     'server.address': URL.parse(destination.url)?.hostname ?? '',
   });
@@ -151,13 +185,37 @@ export function deliverStage(deps: DeliverDeps): RecordStage<'DeliveryTask'> {
   const { topics } = deps;
   const now = deps.now ?? Date.now;
 
-  async function attempt(task: DeliveryTask, destination: Destination, trace: TraceHeaders | undefined): Promise<{ result: AttemptResult; durationMs: number; responseBody?: Buffer }> {
+  /** One message to a broker destination, acknowledged; a failure that is not a refusal tells of the broker's health. */
+  async function publish(task: DeliveryTask, destination: Destination, trace: TraceHeaders | undefined, sent: Prepared): Promise<{ result: AttemptResult; durationMs: number }> {
+    const started = now();
+    try {
+      await deps.breakers.run(destination, async () => {
+        if (!deps.publisher) throw new DestinationUnhealthy(`this process cannot deliver to ${destination.type} destinations`);
+        const message: OutboundMessage = { key: messageKey(task, destination, sent), headers: outboundHeaders(task, destination, now(), trace, sent), body: sent.body };
+        try {
+          return await deps.publisher.publish(destination, message, deps.publishTimeoutMs ?? 30_000);
+        } catch (err) {
+          if (err instanceof PublishFailed && err.refused) throw err;
+          throw new DestinationUnhealthy(err instanceof Error ? err.message : String(err), { cause: err });
+        }
+      });
+      return { result: { kind: 'acked' }, durationMs: now() - started };
+    } catch (err) {
+      const durationMs = now() - started;
+      if (isOpenBreaker(err)) return { result: { kind: 'breaker-open', reopensAt: peerReopensAt(err) ?? deps.breakers.reopensAt(destination.id) }, durationMs };
+      const refused = err instanceof PublishFailed && err.refused;
+      return { result: { kind: 'error', message: err instanceof Error ? err.message : String(err), refused }, durationMs };
+    }
+  }
+
+  async function attempt(task: DeliveryTask, destination: Destination, trace: TraceHeaders | undefined, sent: Prepared): Promise<{ result: AttemptResult; durationMs: number; responseBody?: Buffer }> {
+    if (isBroker(destination)) return publish(task, destination, trace, sent);
     const started = now();
     try {
       const res = await deps.breakers.run(destination, async () => {
         let r: Awaited<ReturnType<HttpSender['send']>>;
         try {
-          r = await deps.sender.send({ url: destination.url, headers: outboundHeaders(task, destination, now(), trace), body: task.body });
+          r = await deps.sender.send({ url: targetUrl(destination, sent), ...(sent.method ? { method: sent.method } : {}), headers: outboundHeaders(task, destination, now(), trace, sent), body: sent.body });
         } catch (err) {
           // a refused target says nothing of the destination's health; a timeout or a reset does
           if (deps.isRefusal(err)) throw err;
@@ -189,11 +247,12 @@ export function deliverStage(deps: DeliverDeps): RecordStage<'DeliveryTask'> {
   }
 
   /** One attempt, marked once it has finished (with marks): a twin read meanwhile waits for it. */
-  async function attemptMarked(task: DeliveryTask, destination: Destination, trace: TraceHeaders | undefined, attemptedAt: number): ReturnType<typeof attempt> {
-    if (!deps.marks) return attempt(task, destination, trace);
+  async function attemptMarked(task: DeliveryTask, destination: Destination, trace: TraceHeaders | undefined, attemptedAt: number, sent: Prepared): ReturnType<typeof attempt> {
+    if (!deps.marks) return attempt(task, destination, trace, sent);
     const key = attemptKey(task);
-    const made = attempt(task, destination, trace);
-    const finished = made.then(({ result, durationMs, responseBody }): FinishedAttempt | undefined => (result.kind === 'breaker-open' ? undefined : { result, durationMs, attemptedAt, ...(responseBody ? { responseBody } : {}) }));
+    const made = attempt(task, destination, trace, sent);
+    const sentSha256 = sent.body === task.body ? undefined : sha256Hex(sent.body);
+    const finished = made.then(({ result, durationMs, responseBody }): FinishedAttempt | undefined => (result.kind === 'breaker-open' ? undefined : { result, durationMs, attemptedAt, ...(responseBody ? { responseBody } : {}), ...(sentSha256 ? { sentSha256 } : {}) }));
     running.set(key, finished.catch(() => undefined));
     try {
       const done = await finished;
@@ -290,7 +349,24 @@ export function deliverStage(deps: DeliverDeps): RecordStage<'DeliveryTask'> {
       log.info('attempt already made; its outcome is written again without sending it again', { ...fields, attempted_at: new Date(marked.attemptedAt).toISOString() });
       outcome.attempted_at = marked.attemptedAt;
     }
-    const { result, durationMs, responseBody } = marked ?? (await attemptMarked(task, destination, trace, attemptedAt));
+    // what is sent: the body as received, or as the destination's transformation makes it
+    const made = marked ? undefined : await prepare(destination, task, deps.transformer);
+    if (made?.kind === 'drop') {
+      outcome.status = 'dropped';
+      outcome.error_message = 'the destination\'s transformation returned null: nothing was sent';
+      recordDelivery('dropped');
+      span?.setAttribute(SPAN_ATTRIBUTES.outcome, 'dropped');
+      const line = OUTCOME_LINES.dropped;
+      log.printOnly(line.level, line.msg, { ...fields, ...outcomeLineFields(outcome) });
+      return { outputs: [{ topic: topics.deliveryCompleted, key, record: 'DeliveryOutcome', value: outcome }], delivered: false };
+    }
+    // the attempt row and the evidence leaf carry the SHA-256 of the body actually sent
+    if (made?.kind === 'send' && made.sent.body !== task.body) outcome.body_sha256 = sha256Hex(made.sent.body);
+    if (marked?.sentSha256) outcome.body_sha256 = marked.sentSha256;
+    const { result, durationMs, responseBody } =
+      marked ??
+      // a transformation that fails is this attempt's failure, retried as any other; the destination's health is not in question
+      (made?.kind === 'fail' ? { result: { kind: 'error' as const, message: `transformation failed: ${made.error}`, refused: false }, durationMs: 0 } : await attemptMarked(task, destination, trace, attemptedAt, made!.sent));
     const schedule = destination.retry_schedule_ms ?? deps.defaultSchedule;
     const decision = decide(result, task.attempt, schedule, now());
     if (span) noteAttempt(span, destination, result, decision);

@@ -58,7 +58,8 @@ export interface DeliveryTask {
   slot_at?: number | null;
 }
 
-export type DeliveryStatus = 'delivered' | 'retrying' | 'failed';
+/** `dropped`: the destination's transformation returned null, and nothing was sent. */
+export type DeliveryStatus = 'delivered' | 'retrying' | 'failed' | 'dropped';
 
 export interface DeliveryOutcome {
   delivery_id: string;

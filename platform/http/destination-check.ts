@@ -13,7 +13,7 @@ export interface DestinationCheckDeps {
 /** How long a create or an update waits for a destination's name to resolve, by default. */
 export const DESTINATION_RESOLVE_TIMEOUT_MS = 2_000;
 
-const LOOP = "points at this service's own endpoint, which would deliver its deliveries back to itself";
+const LOOP = "points at this service's own endpoint or infrastructure, where deliveries would loop back into it";
 
 /**
  * Why a destination URL is refused at create time, or null. The same checks run again on every

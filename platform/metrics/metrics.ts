@@ -35,6 +35,8 @@ export const DELIVERY_OUTCOMES = [
   'held',
   /** The destination's rate limit: the delivery waits for its send slot. */
   'paced',
+  /** The destination's transformation returned null: nothing was sent. */
+  'dropped',
 ] as const;
 export type DeliveryOutcomeLabel = (typeof DELIVERY_OUTCOMES)[number];
 

@@ -393,6 +393,16 @@ describe('MCP endpoint', () => {
     expect(history.changes.map((c: Json) => c.action)).toEqual(['secret_rotated', 'resumed', 'paused', 'updated', 'updated', 'created']);
     expect(JSON.stringify(history)).not.toContain(String(rotated.signing_secret));
   });
+  it('destination types and a transformation\'s dry run, through their tools', async () => {
+    const types = await ok('list_destination_types', {});
+    expect(types.destination_types.map((t: Json) => t.type)).toEqual(['webhook', 'kafka', 'amqp', 'nats', 'mqtt']);
+    const created = await ok('create_destination', { name: 'mcp amqp', type: 'amqp', url: 'amqp://127.0.0.1:9', config: { exchange: 'events', routing_key: 'orders' } });
+    expect(created).toMatchObject({ type: 'amqp', config: { exchange: 'events', routing_key: 'orders' } });
+    const run = await ok('test_destination_transformation', { destination_id: created.id, body: { total: 2 }, transformation: 'function transform(e) { return { body: { total: e.body.total * 10 } }; }' });
+    expect(run).toMatchObject({ outcome: 'send', body: '{"total":20}', body_sha256: expect.stringMatching(/^[0-9a-f]{64}$/) });
+    const failed = await ok('test_destination_transformation', { destination_id: created.id, body: {}, transformation: 'function transform(e) { throw new Error("nope"); }' });
+    expect(failed).toMatchObject({ outcome: 'fail', error: expect.stringMatching(/transform threw: Error: nope/) });
+  });
   it('ordered is set, shown and changed through the destination and ingester tools', async () => {
     const created = await ok('create_destination', { name: 'mcp ordered', url: receiver.url, ordered: true });
     const id = String(created.id);

@@ -12,6 +12,7 @@ import { deliveriesRouter } from '../../api/routes/deliveries';
 import { DEFAULT_QUOTAS } from '../../core/quotas';
 import { destinationsRouter } from '../../api/routes/destinations';
 import { destinationChangeDepsOf, destinationChangesRouter } from '../../api/routes/destination-changes';
+import { destinationTransformationRouter } from '../../api/routes/destination-transformation';
 import { eventsRouter } from '../../api/routes/events';
 import { flowsRouter } from '../../api/routes/flows';
 import { ingestersRouter } from '../../api/routes/ingesters';
@@ -512,7 +513,7 @@ describe('OpenAPI document', () => {
         if (isObject(op.requestBody)) expect(isObject(op.requestBody.content)).toBe(true);
       }
     }
-    expect(operationIds.size).toBe(60);
+    expect(operationIds.size).toBe(62);
   });
 
   it('documents every route the express app registers, with the scope each route checks', async () => {
@@ -527,6 +528,7 @@ describe('OpenAPI document', () => {
     const mounts: [string, unknown][] = [
       ['/destinations', destinationsRouter(store, claims, { refusalOf: async () => null })],
       ['/destinations', destinationChangesRouter(destinationChangeDepsOf({ ...svc.service.apiServices!, claims }))],
+      ['/destinations', destinationTransformationRouter(store, undefined)],
       ['/ingesters', ingestersRouter(store, svc.url, 50)],
       ['/deliveries', deliveriesRouter(svc.clickhouse, db)],
       ['/events', eventsRouter(svc.clickhouse, db, store, replay)],
@@ -617,7 +619,8 @@ describe('OpenAPI document', () => {
     expectProblem(await call('createDestination', {}, { json: { name: 'oas-loop', url: `${svc.url}/v1/hooks/ing_x` } }), 422, 'unprocessable-entity');
     const bad = await call('createDestination', {}, { json: { name: '', url: 'ftp://x', retry_schedule_ms: [-1] } });
     expectProblem(bad, 400, 'validation-error');
-    expect(fields(bad)).toEqual(['name', 'url', 'retry_schedule_ms']);
+    // the schema's problems first, then the url's, which depend on the destination's type
+    expect(fields(bad)).toEqual(['name', 'retry_schedule_ms', 'url']);
     expectProblem(await call('createDestination', {}, { json: [1] }), 400, 'validation-error');
 
     const page1 = await call('listDestinations', {}, { query: 'limit=1' });
@@ -633,6 +636,12 @@ describe('OpenAPI document', () => {
     expect(bodyOf(got)).toMatchObject({ id: destA, name: 'oas-a', status: 'active', retry_schedule_ms: null });
     expectProblem(await call('getDestination', { destination_id: MISSING.destination_id! }), 404, 'not-found');
     expectProblem(await call('getDestination', { destination_id: destA }, { key: limitedKey }), 403, 'permission-denied', { resource_id: destA });
+
+    // the types and their schemas, without a key; a dry run of a transformation
+    conf.check('listDestinationTypes', await send(svc.url, 'GET', '/v1/destination-types', {}));
+    const dry = await call('testDestinationTransformation', { destination_id: destA }, { json: { body: { a: 1 }, transformation: 'function transform(e) { return { body: [e.body.a] }; }' } });
+    expect([dry.status, bodyOf(dry).outcome, bodyOf(dry).body]).toEqual([200, 'send', '[1]']);
+    expectProblem(await call('testDestinationTransformation', { destination_id: MISSING.destination_id! }, { json: { body: {} } }), 404, 'not-found');
 
     const temp = await call('createDestination', {}, { json: { name: 'oas-temp', url: okReceiver.url } });
     expectProblem(await call('deleteDestination', { destination_id: String(bodyOf(temp).id) }, { key: limitedKey }), 403, 'permission-denied');
@@ -1206,7 +1215,7 @@ describe('OpenAPI document', () => {
   });
 
   it('refuses answers that drift from the document', () => {
-    const destination = { id: `dst_${ULID}`, name: 'n', url: 'http://127.0.0.1:9/x', status: 'active', enabled: true, created_at: '2026-01-02T03:04:05.678Z', updated_at: '2026-01-02T03:04:05.678Z', disabled_reason: null, retry_schedule_ms: null, auth: null, rate_limit_per_s: null, ordered: false, event_types: null, filter: null, previous_secret_expires_at: null };
+    const destination = { id: `dst_${ULID}`, name: 'n', type: 'webhook', url: 'http://127.0.0.1:9/x', config: null, transformation: null, status: 'active', enabled: true, created_at: '2026-01-02T03:04:05.678Z', updated_at: '2026-01-02T03:04:05.678Z', disabled_reason: null, retry_schedule_ms: null, auth: null, rate_limit_per_s: null, ordered: false, event_types: null, filter: null, previous_secret_expires_at: null };
     const headers = { 'content-type': 'application/json; charset=utf-8', 'x-request-id': `req_${ULID}`, etag: '"7"' };
     const answer = (status: number, body: unknown, h: Record<string, string> = headers): Answer => ({ status, headers: h, text: JSON.stringify(body), body });
     const seenBefore = new Map([...conf.seen].map(([k, v]) => [k, new Set(v)]));

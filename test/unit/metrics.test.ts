@@ -100,7 +100,7 @@ describe('consumer lag', () => {
 describe('metric recorders', () => {
   it('count into the series bound at start, which exist at 0 before the first', async () => {
     const before = await scrape();
-    expect(named(before, 'hookline_deliveries_total').map((s) => s.labels.outcome).sort()).toEqual(['breaker_open', 'delivered', 'exhausted', 'gone', 'held', 'inactive', 'paced', 'refused', 'retrying']);
+    expect(named(before, 'hookline_deliveries_total').map((s) => s.labels.outcome).sort()).toEqual(['breaker_open', 'delivered', 'dropped', 'exhausted', 'gone', 'held', 'inactive', 'paced', 'refused', 'retrying']);
     recordDelivery('delivered', 0.02);
     recordDelivery('held');
     recordIngestRefused('rate_limited');
