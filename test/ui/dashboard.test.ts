@@ -1,10 +1,11 @@
 import { copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { chromium, type BrowserContext, type Locator, type Page } from 'playwright-core';
+import { type BrowserContext, type Locator, type Page } from 'playwright-core';
 import { newId } from '../../core/ids';
 import { deliveryRow } from '../../pipeline/sink/rows';
 import { startReceiver, type Receiver } from '../support/receiver';
+import { CHROMIUM, launchBrowser } from '../support/browser';
 import { eventually, startTestService, type TestService } from '../support/service';
 
 /**
@@ -18,7 +19,6 @@ import { eventually, startTestService, type TestService } from '../support/servi
 
 type Json = Record<string, any>;
 
-const CHROMIUM = '/usr/bin/chromium';
 const REPO = path.join(__dirname, '../..');
 const MARKER = '<img src=x onerror=window.__pwned=1>';
 
@@ -98,20 +98,7 @@ describe('dashboard', () => {
     key = await svc.newKey(['read:stats', 'read:deliveries', 'read:events', 'read:destinations', 'read:evidence', 'write:events', 'read:replays', 'write:replays']);
 
     dir = mkdtempSync(path.join(process.env.HOOKLINE_TEST_DIR ?? tmpdir(), 'ui-'));
-    context = await chromium.launchPersistentContext(path.join(dir, 'profile'), {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-      viewport: { width: 1440, height: 900 },
-      deviceScaleFactor: 1,
-      locale: 'en-GB',
-      timezoneId: 'UTC',
-    });
-    page = context.pages()[0] ?? (await context.newPage());
-    page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
-    page.on('console', (msg) => {
-      if (msg.type() === 'error' || /Content.Security.Policy/i.test(msg.text())) problems.push(`console ${msg.type()}: ${msg.text()}`);
-    });
+    ({ context, page } = await launchBrowser(dir, problems));
   }, 120_000);
 
   afterAll(async () => {

@@ -22,11 +22,17 @@ export class Api {
     return `/v1/tenants/${encodeURIComponent(this.tenantId)}${path}`;
   }
 
-  async request(method, path, { query, body } = {}) {
+  async request(method, path, options = {}) {
+    return (await this.exchange(method, path, options)).body;
+  }
+
+  /** The answer with its ETag (the version a later If-Match names), or an ApiError. */
+  async exchange(method, path, { query, body, contentType = 'application/json', ifMatch } = {}) {
     const qs = new URLSearchParams();
     for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined && v !== null && v !== '') qs.set(k, String(v));
     const headers = { authorization: `Bearer ${this.key}`, accept: 'application/json' };
-    if (body !== undefined) headers['content-type'] = 'application/json';
+    if (body !== undefined) headers['content-type'] = contentType;
+    if (ifMatch) headers['if-match'] = ifMatch;
     const res = await fetch(`${path}${qs.size > 0 ? `?${qs}` : ''}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), credentials: 'omit', cache: 'no-store' });
     const text = await res.text();
     let parsed = null;
@@ -36,7 +42,7 @@ export class Api {
       parsed = { detail: text.slice(0, 200) };
     }
     if (!res.ok) throw new ApiError(res.status, parsed);
-    return parsed;
+    return { body: parsed, etag: res.headers.get('etag') };
   }
 
   me() {
@@ -49,5 +55,20 @@ export class Api {
 
   post(path, body) {
     return this.request('POST', this.tenantPath(path), { body });
+  }
+
+  /** A tenant resource with its ETag: `{ body, etag }`. */
+  getTagged(path) {
+    return this.exchange('GET', this.tenantPath(path));
+  }
+
+  /** A JSON merge patch (RFC 7396), only while the resource is at `ifMatch` when given: `{ body, etag }`. */
+  patch(path, body, { ifMatch } = {}) {
+    return this.exchange('PATCH', this.tenantPath(path), { body, contentType: 'application/merge-patch+json', ifMatch });
+  }
+
+  /** The destination types with their config schemas (GET /v1/destination-types, not a tenant's). */
+  destinationTypes() {
+    return this.request('GET', '/v1/destination-types');
   }
 }

@@ -9,6 +9,8 @@ import { Overview } from './views/overview.js';
 import { Deliveries } from './views/deliveries.js';
 import { DeliveryDetail } from './views/delivery.js';
 import { DeadLetters } from './views/dead-letters.js';
+import { Destinations, typeCatalog } from './views/destinations.js';
+import { DestinationDetail } from './views/destination.js';
 
 const KEY_STORAGE = 'hookline.apiKey';
 const WINDOW_STORAGE = 'hookline.window';
@@ -53,11 +55,20 @@ function dashboard(api, me) {
   });
   const deliveries = new Deliveries(api, { onSelect: (id) => open(id), destinationName: (id) => names.get(id) });
   const deadLetters = new DeadLetters(api, { onReplayed: () => refresh() });
+  const types = typeCatalog(api);
+  const destinationDetail = new DestinationDetail(api, { types, onSaved: () => destinations.refresh() });
+  const destinations = new Destinations(api, { types, onSelect: (id) => openDestination(id) });
   const updated = h('span', { class: 'muted small', 'data-updated': '' });
 
   function open(id) {
     deliveries.select(id);
     detail.open(id);
+  }
+
+  function openDestination(id) {
+    if (!destinationDetail.mayLeave(id)) return;
+    destinations.select(id);
+    destinationDetail.open(id);
   }
 
   async function refresh() {
@@ -66,6 +77,7 @@ function dashboard(api, me) {
     deliveries.setDestinations(overview.destinations);
     if (deliveries.page === 0) await deliveries.refresh();
     if (deadLetters.page === 0) await deadLetters.refresh();
+    if (destinations.page === 0) await destinations.refresh();
     const now = new Date().toISOString();
     updated.textContent = `Updated ${dateTime(now).slice(11)}`;
     updated.dataset.updated = now;
@@ -94,7 +106,7 @@ function dashboard(api, me) {
       h('nav', { class: 'crumbs' }, h('span', { class: 'muted' }, 'Tenant'), h('span', { class: 'tenant', 'data-tenant': me.tenant_id }, me.tenant_id)),
       h('div', { class: 'topbar-right' }, updated, windowSelect, h('span', { class: 'key', title: `scopes: ${me.scopes.join(', ')}` }, me.name ? `${me.name} · ` : '', h('span', { class: 'mono' }, me.key_id)), h('button', { type: 'button', class: 'button ghost', onclick: signOut }, 'Sign out')),
     ),
-    h('div', { class: 'page' }, overview.element, h('div', { class: 'split' }, deliveries.element, detail.element), deadLetters.element),
+    h('div', { class: 'page' }, overview.element, h('div', { class: 'split' }, deliveries.element, detail.element), h('div', { class: 'split' }, destinations.element, destinationDetail.element), deadLetters.element),
   );
   refresh();
   setInterval(() => {

@@ -6,16 +6,17 @@ import { h } from './dom.js';
 export class CursorPager {
   /**
    * `load(cursor)` asks for one page (null: the first) and answers the API's list; `show(answer)`
-   * draws it; `fail(err)` says why a page could not be read (the page shown stays).
+   * draws it; `fail(err)` says why a page could not be read (the page shown stays). `labels`
+   * name the two buttons, for a list that is not newest first.
    */
-  constructor({ load, show, fail }) {
+  constructor({ load, show, fail, labels = ['← Newer', 'Older →'] }) {
     this.load = load;
     this.show = show;
     this.fail = fail;
     this.cursors = [null];
     this.page = 0;
-    this.newer = h('button', { type: 'button', class: 'button', onclick: () => this.go(this.page - 1) }, '← Newer');
-    this.older = h('button', { type: 'button', class: 'button', onclick: () => this.go(this.page + 1) }, 'Older →');
+    this.newer = h('button', { type: 'button', class: 'button', onclick: () => this.go(this.page - 1) }, labels[0]);
+    this.older = h('button', { type: 'button', class: 'button', onclick: () => this.go(this.page + 1) }, labels[1]);
     this.label = h('span', { class: 'muted small' });
     this.element = h('footer', { class: 'pager' }, this.newer, this.label, this.older);
   }
