@@ -31,6 +31,7 @@ import { createFlows, ReceiverClient, RUN_KEK, startInstance, type Flow, type In
 import { median, overReps, quantile, round, sleep, slope, summary } from './lib/stats';
 import { outcomeGenerator } from './lib/synthetic';
 import { runThrottle } from './throttle';
+import { BROKER_TYPES, runBrokerDelivery, runTransform, type DestinationBenchCtx } from './destinations';
 
 // ---------------------------------------------------------------------------------------------
 // settings
@@ -76,7 +77,7 @@ const S = {
   logLevel: process.env.BENCH_LOG_LEVEL ?? 'info',
   throttleRate: Math.max(1, int('THROTTLE_RATE', 50, 50)),
 };
-const ALL_SCENARIOS = ['ingest', 'delivery', 'end_to_end', 'memory', 'peer_bullmq', 'before_after', 'kafka_client', 'sink', 'query', 'evidence', 'search', 'throttle'] as const;
+const ALL_SCENARIOS = ['ingest', 'delivery', 'end_to_end', 'memory', 'peer_bullmq', 'before_after', 'kafka_client', 'sink', 'query', 'evidence', 'search', 'throttle', 'broker_delivery', 'transform'] as const;
 type Scenario = (typeof ALL_SCENARIOS)[number];
 const SELECTED = new Set<string>((process.env.BENCH_SCENARIOS ?? ALL_SCENARIOS.join(',')).split(',').map((s) => s.trim()).filter(Boolean));
 for (const s of SELECTED) if (!(ALL_SCENARIOS as readonly string[]).includes(s)) throw new Error(`BENCH_SCENARIOS: unknown scenario ${s}; known: ${ALL_SCENARIOS.join(', ')}`);
@@ -1186,6 +1187,40 @@ async function scenarioQuery(ctx: Ctx): Promise<void> {
  * (bench/throttle.ts): the limited one's delivered rate against its limit, and the unlimited
  * ones' delivered rate x hops against the raw pass-through, as end_to_end has it.
  */
+function destinationCtx(ctx: Ctx): DestinationBenchCtx {
+  return { root: ctx.root, infra: ctx.infra, producer: ctx.producer, rec: ctx.rec, receiverPid: ctx.receiver.pid, receiverHookUrl: ctx.rec.hookUrl, say, reps: S.reps, tasks: S.deliveryTasks, logLevel: S.logLevel };
+}
+
+async function scenarioBrokerDelivery(ctx: Ctx): Promise<void> {
+  const reps = await runBrokerDelivery(destinationCtx(ctx));
+  for (const type of BROKER_TYPES) {
+    const mine = reps.filter((r) => r.type === type);
+    rateEntry({
+      name: `broker_delivery_${type}`,
+      metric: `deliveries per second to a ${type} destination, acknowledged by the broker`,
+      unit: 'deliveries/s',
+      values: mine.map((r) => r.service),
+      baseline: { name: `the broker's own client publishing (${type})`, values: mine.map((r) => r.baseline), unit: 'msg/s' },
+      notes: `Isolated: ${S.deliveryTasks} DeliveryTask records (1 KB JSON body) for one ${type} destination produced onto deliveries.requested while the service runs STAGES=api,deliver; counted by the broker's own client consuming them (${type === 'amqp' ? 'amqplib on a durable queue, through the default exchange' : type === 'nats' ? 'a JetStream consumer of the stream capturing the subject' : type === 'mqtt' ? 'mqtt.js subscribed at QoS 1 to the topic (Mosquitto)' : 'kafkajs consuming a topic of 3 partitions on a second local Kafka cluster, not the service\'s own'}) from the moment the backlog is fully produced up to the 95th-percentile arrival. Each delivery is signed (Standard Webhooks headers travel with the message), published through the destination's pooled connection and acknowledged (${type === 'amqp' ? 'persistent, mandatory, publisher confirm' : type === 'nats' ? 'JetStream publish ack, Nats-Msg-Id the delivery id' : type === 'mqtt' ? 'QoS 1, PUBACK' : 'acks=all'}), and its outcome record produced before its offset may be committed. Baseline: the broker's own client publishing the same number of 1 KB messages with the same headers and acknowledgement, ${32} in flight (the deliver stage's DELIVERY_PER_DESTINATION), publishes/s over the 5th to 95th percentile acknowledgement, after the service's side in each repetition. Service CPU per delivery (us, median): ${round(median(mine.map((r) => r.serviceCpuUs)), 0)}. ratio = value / baseline; target >= 0.5.`,
+      details: { per_rep: mine.map((r) => ({ service: Math.round(r.service), own_client: Math.round(r.baseline), service_cpu_us: Math.round(r.serviceCpuUs), own_client_messages_read_back: r.baselineArrived })) },
+    });
+  }
+}
+
+async function scenarioTransform(ctx: Ctx): Promise<void> {
+  const reps = await runTransform(destinationCtx(ctx));
+  const added = reps.map((r) => r.transformedCpuUs - r.plainCpuUs);
+  rateEntry({
+    name: 'transform',
+    metric: 'deliveries per second to a webhook destination with a trivial transformation',
+    unit: 'deliveries/s',
+    values: reps.map((r) => r.transformed),
+    baseline: { name: 'the same destination without a transformation', values: reps.map((r) => r.plain), unit: 'deliveries/s' },
+    notes: `The delivery scenario's backlog (${S.deliveryTasks} tasks, 1 KB JSON bodies, STAGES=api,deliver) to two webhook destinations of the same service and receiver, one with \`function transform(event) { return { body: event.body }; }\` (run in the QuickJS sandbox on a worker thread: the body parsed, copied in, the result copied out as JSON and sent), one without, alternating which goes first. Service CPU per delivery (us, median): without ${round(median(reps.map((r) => r.plainCpuUs)), 0)}, with ${round(median(reps.map((r) => r.transformedCpuUs)), 0)}; the transformation adds ${round(median(added), 0)} us per delivery (median of the per-repetition differences; the worker thread's CPU is the service process's). ratio = value / baseline; target >= 0.5 (a transformation costs only where configured).`,
+    details: { per_rep: reps.map((r) => ({ without: Math.round(r.plain), with: Math.round(r.transformed), cpu_us_without: Math.round(r.plainCpuUs), cpu_us_with: Math.round(r.transformedCpuUs) })), added_cpu_us_per_delivery: round(median(added), 0) },
+  });
+}
+
 async function scenarioThrottle(ctx: Ctx): Promise<void> {
   const passIn = 'bench.pass.in';
   const passOut = 'bench.pass.out';
@@ -1366,7 +1401,7 @@ async function main(): Promise<number> {
   let ctx: Ctx | undefined;
   let ok = false;
   try {
-    const needsInfra = ['ingest', 'delivery', 'end_to_end', 'memory', 'peer_bullmq', 'before_after', 'kafka_client', 'sink', 'query', 'throttle'].some((s) => wants(s as Scenario));
+    const needsInfra = ['ingest', 'delivery', 'end_to_end', 'memory', 'peer_bullmq', 'before_after', 'kafka_client', 'sink', 'query', 'throttle', 'broker_delivery', 'transform'].some((s) => wants(s as Scenario));
     if (needsInfra) {
       const t = performance.now();
       [kafkaServer, redis] = await Promise.all([startLocalKafka(path.join(root, 'kafka')), startLocalRedis(path.join(root, 'redis'))]);
@@ -1407,6 +1442,8 @@ async function main(): Promise<number> {
     if (infra && wants('sink')) await timed('sink', () => scenarioSink(infra));
     if (infra && wants('query')) await timed('query', () => scenarioQuery(infra));
     if (infra && wants('throttle')) await timed('throttle', () => scenarioThrottle(infra));
+    if (infra && wants('broker_delivery')) await timed('broker_delivery', () => scenarioBrokerDelivery(infra));
+    if (infra && wants('transform')) await timed('transform', () => scenarioTransform(infra));
     if (ctx) {
       await ctx.rec.close().catch(() => undefined);
       await ctx.receiver.stop(5_000);
