@@ -30,6 +30,7 @@ import { RedisNameClaims } from '../platform/redis/name-claims';
 import { deliverStage } from '../pipeline/deliver/stage';
 import { createPublisher } from '../pipeline/deliver/publishers';
 import { createSandboxTransformer } from '../pipeline/deliver/transform/sandbox';
+import { watchTransforms } from '../platform/metrics/transform-stats';
 import { isBroker } from '../core/destination-types';
 import { isOwnHost } from '../core/own-listeners';
 import { undiciSender, type HttpSender } from '../pipeline/deliver/http-sender';
@@ -274,7 +275,13 @@ export async function startService(config: Config, log = new Logger(config.logLe
     cleanups.push(() => sender.close());
     // tenants' transformations: run by deliver, checked and test-run by the API, never on the event loop
     const transformer = config.stages.includes('deliver') || config.stages.includes('api') ? createSandboxTransformer({ workers: config.transformWorkers, timeoutMs: config.transformTimeoutMs, memoryMb: config.transformMemoryMb }) : undefined;
-    if (transformer) cleanups.push(() => transformer.close());
+    if (transformer) {
+      const unwatchTransforms = watchTransforms(transformer);
+      cleanups.push(async () => {
+        unwatchTransforms();
+        await transformer.close();
+      });
+    }
     // breaker states go to Redis too, where the API's proofs and planes and the other deliver processes read them
     const board = new BreakerBoard(redis, config.topicPrefix, { expiresMs: Math.max(5_000, 3 * config.deliverySyncMs) });
     // the owner's trial takes at most one attempt's time; the others see its answer one sync later

@@ -22,7 +22,7 @@ import { Pacer } from './pace';
 import { sha256Hex } from '../../core/stored-body';
 import { isBroker, renderTemplate, type KafkaConfig } from '../../core/destination-types';
 import { PublishFailed, type OutboundMessage, type Publisher } from './publishers/publisher';
-import { bodyValue, prepare, type Prepared } from './transform/apply';
+import { asReceived, bodyValue, prepare, type Prepared } from './transform/apply';
 import type { Transformer } from './transform/transformer';
 import { recordDelivery, type DeliveryOutcomeLabel } from '../../platform/metrics/metrics';
 import { TRACEPARENT, TRACESTATE, traceIdOf, type TraceHeaders } from '../../platform/tracing/trace-context';
@@ -247,12 +247,33 @@ export function deliverStage(deps: DeliverDeps): RecordStage<'DeliveryTask'> {
   }
 
   /** One attempt, marked once it has finished (with marks): a twin read meanwhile waits for it. */
-  async function attemptMarked(task: DeliveryTask, destination: Destination, trace: TraceHeaders | undefined, attemptedAt: number, sent: Prepared): ReturnType<typeof attempt> {
-    if (!deps.marks) return attempt(task, destination, trace, sent);
+  /** An attempt as made: what it came to and, when a transformation changed the body, the SHA-256 of the one sent; or dropped by the transformation. */
+  type Made = { result: AttemptResult; durationMs: number; responseBody?: Buffer; sentSha256?: string } | { dropped: true };
+
+  /**
+   * The attempt of what the destination's transformation makes of the task (without one, the
+   * task's own body): a failed transformation is a failed attempt that sent nothing, and never
+   * tells of the receiver's health.
+   */
+  async function attemptPrepared(task: DeliveryTask, destination: Destination, trace: TraceHeaders | undefined): Promise<Made> {
+    const made = destination.transformation ? await prepare(destination, task, deps.transformer) : asReceived(task);
+    if (made.kind === 'drop') return { dropped: true };
+    if (made.kind === 'fail') return { result: { kind: 'error', message: `transformation failed: ${made.error}`, refused: false }, durationMs: 0 };
+    const done = await attempt(task, destination, trace, made.sent);
+    return made.sent.body === task.body ? done : { ...done, sentSha256: sha256Hex(made.sent.body) };
+  }
+
+  /**
+   * One attempt, marked once it has finished (with marks): a twin read meanwhile, even while the
+   * transformation runs, waits for it.
+   */
+  async function attemptMarked(task: DeliveryTask, destination: Destination, trace: TraceHeaders | undefined, attemptedAt: number): Promise<Made> {
+    if (!deps.marks) return attemptPrepared(task, destination, trace);
     const key = attemptKey(task);
-    const made = attempt(task, destination, trace, sent);
-    const sentSha256 = sent.body === task.body ? undefined : sha256Hex(sent.body);
-    const finished = made.then(({ result, durationMs, responseBody }): FinishedAttempt | undefined => (result.kind === 'breaker-open' ? undefined : { result, durationMs, attemptedAt, ...(responseBody ? { responseBody } : {}), ...(sentSha256 ? { sentSha256 } : {}) }));
+    const made = attemptPrepared(task, destination, trace);
+    const finished = made.then((m): FinishedAttempt | undefined =>
+      'dropped' in m || m.result.kind === 'breaker-open' ? undefined : { result: m.result, durationMs: m.durationMs, attemptedAt, ...(m.responseBody ? { responseBody: m.responseBody } : {}), ...(m.sentSha256 ? { sentSha256: m.sentSha256 } : {}) },
+    );
     running.set(key, finished.catch(() => undefined));
     try {
       const done = await finished;
@@ -350,8 +371,8 @@ export function deliverStage(deps: DeliverDeps): RecordStage<'DeliveryTask'> {
       outcome.attempted_at = marked.attemptedAt;
     }
     // what is sent: the body as received, or as the destination's transformation makes it
-    const made = marked ? undefined : await prepare(destination, task, deps.transformer);
-    if (made?.kind === 'drop') {
+    const made: Made = marked ?? (await attemptMarked(task, destination, trace, attemptedAt));
+    if ('dropped' in made) {
       outcome.status = 'dropped';
       outcome.error_message = 'the destination\'s transformation returned null: nothing was sent';
       recordDelivery('dropped');
@@ -360,13 +381,9 @@ export function deliverStage(deps: DeliverDeps): RecordStage<'DeliveryTask'> {
       log.printOnly(line.level, line.msg, { ...fields, ...outcomeLineFields(outcome) });
       return { outputs: [{ topic: topics.deliveryCompleted, key, record: 'DeliveryOutcome', value: outcome }], delivered: false };
     }
+    const { result, durationMs, responseBody } = made;
     // the attempt row and the evidence leaf carry the SHA-256 of the body actually sent
-    if (made?.kind === 'send' && made.sent.body !== task.body) outcome.body_sha256 = sha256Hex(made.sent.body);
-    if (marked?.sentSha256) outcome.body_sha256 = marked.sentSha256;
-    const { result, durationMs, responseBody } =
-      marked ??
-      // a transformation that fails is this attempt's failure, retried as any other; the destination's health is not in question
-      (made?.kind === 'fail' ? { result: { kind: 'error' as const, message: `transformation failed: ${made.error}`, refused: false }, durationMs: 0 } : await attemptMarked(task, destination, trace, attemptedAt, made!.sent));
+    if (made.sentSha256) outcome.body_sha256 = made.sentSha256;
     const schedule = destination.retry_schedule_ms ?? deps.defaultSchedule;
     const decision = decide(result, task.attempt, schedule, now());
     if (span) noteAttempt(span, destination, result, decision);

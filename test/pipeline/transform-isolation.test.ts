@@ -116,6 +116,10 @@ describe('transformations', () => {
       }
     }
     expect(rec.requests.filter((r) => r.body.toString() !== 'contained')).toHaveLength(0);
+    // and the sandbox's counts are in the metrics, by result
+    const metrics = await (await fetch(`${svc.url}/metrics`)).text();
+    for (const result of ['timeout', 'memory', 'output', 'threw']) expect(metrics).toMatch(new RegExp(`^hookline_transform_runs_total\\{result="${result}"\\} [1-9]`, 'm'));
+    expect(metrics).toMatch(/^hookline_transform_cpu_seconds_total [0-9.e-]+$/m);
   }, 120_000);
 
   it('while one tenant runs its worst code, another tenant\'s deliveries and health do not slow', async () => {

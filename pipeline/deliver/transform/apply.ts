@@ -55,13 +55,18 @@ function sentOf(out: TransformOutput, d: Delivered): Prepared {
   return { body: out.body, content_type: out.content_type ?? d.content_type, headers: out.headers ?? {}, ...(out.method ? { method: out.method } : {}), ...(out.path ? { path: out.path } : {}) };
 }
 
+/** What an attempt sends without a transformation: the delivery's own body, nothing copied. */
+export function asReceived(d: Delivered): Preparation {
+  return { kind: 'send', sent: { body: d.body, content_type: d.content_type, headers: {} }, cpuMs: 0 };
+}
+
 /**
  * What an attempt of `d` to `destination` sends: the body as received when the destination has
  * no transformation (nothing runs, nothing is copied), else what its transformation made of it,
  * or that it dropped the delivery, or why it failed.
  */
 export async function prepare(destination: Pick<Destination, 'transformation' | 'tenant_id'>, d: Delivered, transformer: Transformer | undefined, code = destination.transformation): Promise<Preparation> {
-  if (!code) return { kind: 'send', sent: { body: d.body, content_type: d.content_type, headers: {} }, cpuMs: 0 };
+  if (!code) return asReceived(d);
   if (!transformer) return { kind: 'fail', error: 'the destination has a transformation, and this process runs no transformation sandbox', cpuMs: 0 };
   const result = await transformer.run(code, transformInput(d), destination.tenant_id);
   if (!result.ok) return { kind: 'fail', error: result.error, cpuMs: result.cpuMs };
