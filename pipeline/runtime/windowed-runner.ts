@@ -29,7 +29,7 @@ class PartitionWindow {
 export interface WindowOptions {
   /** Records being handled at once across all partitions; beyond it, fetching waits. */
   maxInFlight: number;
-  /** Key of a record's work queue, and how many of one key are handled at once (per destination); producing their outputs is not counted. */
+  /** Key of a record's work queue, and how many of one key run at once (per destination). */
   keyOf?: (value: never) => string;
   /**
    * A function when the limit moves (a share of a deployment-wide limit) or differs by key (an
@@ -127,17 +127,12 @@ export async function runWindowedStage<N extends RecordName>(stage: RecordStage<
         let got = await decoded;
         if (!Array.isArray(got) && options.prepare) got = ((await options.prepare(got as never).catch(() => got)) as RecordTypes[N]);
         if (!Array.isArray(got) && options.keyOf) key = options.keyOf(got as never);
-        // a key's place covers its handling only (a delivery's attempt): the outputs that follow
-        // concern no destination, and producing them (a linger, then acks=all) must not hold the
-        // place the next delivery to that destination waits for
         await keys.acquire(key);
-        let encoded: EncodedOutput[];
         try {
-          encoded = Array.isArray(got) ? got : await outcome(consuming, got, ctx);
+          await produce(consuming, Array.isArray(got) ? got : await outcome(consuming, got, ctx));
         } finally {
           keys.release(key);
         }
-        await produce(consuming, encoded);
         slot.done = true;
         const next = windows.get(`${batch.topic}:${batch.partition}`)?.advance();
         if (next !== undefined) consuming.scheduleCommit(batch.topic, batch.partition, next);
