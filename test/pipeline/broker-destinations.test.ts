@@ -149,6 +149,28 @@ describe('broker destinations', () => {
     }, 60_000);
   }, 150_000);
 
+  it('closes a destination\'s connection when it is paused or deleted, and opens it again on resume', async () => {
+    const proxy = await startTcpProxy({ host: '127.0.0.1', port: SHARED_BROKERS.rabbitmq.port });
+    proxies.push(proxy);
+    const target = await readerFor('amqp', proxy);
+    const flow = await flowTo('amqp', target.url, target.config, target.auth);
+    const path = `${base()}/destinations/${flow.destinationId}`;
+    await sendEvent(flow.hookUrl, { n: 1 });
+    await target.read(1, 30_000);
+    expect(proxy.openConnections()).toBe(1);
+    // paused: the service's change feed releases the connection at once, not after the idle time
+    expect((await svc.api('PATCH', path, { enabled: false })).status).toBe(200);
+    await eventually('the paused destination\'s connection closed', async () => (proxy.openConnections() === 0 ? true : undefined), 10_000);
+    // a webhook meanwhile is held, not sent, and goes out on resume over a new connection
+    await sendEvent(flow.hookUrl, { n: 2 });
+    expect((await svc.api('PATCH', path, { enabled: true })).status).toBe(200);
+    const seen = await target.read(2, 30_000);
+    expect(seen.map((m) => JSON.parse(m.body.toString('utf8')).n)).toEqual([1, 2]);
+    expect([proxy.openConnections(), proxy.accepted()]).toEqual([1, 2]);
+    expect((await svc.api('DELETE', path)).status).toBe(204);
+    await eventually('the deleted destination\'s connection closed', async () => (proxy.openConnections() === 0 ? true : undefined), 10_000);
+  }, 90_000);
+
   it.each(['amqp', 'nats', 'mqtt', 'kafka'] as BrokerType[])('%s: wrong credentials give a failed attempt that says so, without the secret', async (type) => {
     const secret = `wrong-${uniqueSuffix()}`;
     let url: string;
