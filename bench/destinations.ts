@@ -18,14 +18,13 @@ import amqp from 'amqplib';
 import mqtt from 'mqtt';
 import { connect as natsConnect } from '@nats-io/transport-node';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
-import { newId } from '../core/ids';
 import { topicNames } from '../core/topics';
 import { startLocalKafka } from '../infra/kafka/local-kafka';
 import { AvroCodec } from '../platform/avro/codec';
-import type { DeliveryTask } from '../platform/avro/records';
 import { createKafka, ensureTopics } from '../platform/kafka/client';
 import { epochMs, taggedBody } from './lib/load';
 import { cpuBetween, cpuSnapshot } from './lib/procs';
+import { backlogRate, produceDeliveryTasks } from './lib/tasks';
 import { api, createFlows, type ReceiverClient, startInstance, type Infra, type ServiceInstance } from './lib/service';
 import { median, round, sleep } from './lib/stats';
 
@@ -213,14 +212,7 @@ async function kafkaPlace(run: string, brokers: string[]): Promise<Place> {
 }
 
 /** Deliveries/s over arrivals from `from` up to the 95th-percentile one (the delivery scenario's rule). */
-function rateOf(arrivals: number[], from: number): number {
-  const a = [...arrivals].sort((x, y) => x - y);
-  const hi = Math.max(1, Math.floor(0.95 * a.length) - 1);
-  let lo = Math.floor(0.05 * a.length);
-  while (lo < hi && a[lo]! < from) lo++;
-  if (hi - lo < 0.3 * a.length) lo = Math.floor(0.05 * a.length);
-  return ((hi - lo) / Math.max(1e-3, a[hi]! - a[lo]!)) * 1000;
-}
+const rateOf = (arrivals: number[], from: number): number => backlogRate(arrivals, from).rate;
 
 async function waitForCount(c: Counter, n: number, timeoutMs: number, what: string): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -231,17 +223,8 @@ async function waitForCount(c: Counter, n: number, timeoutMs: number, what: stri
 }
 
 /** A backlog of `n` tasks for `destinationId` on deliveries.requested; resolves once it is all produced (acks=all). */
-async function produceTasks(ctx: DestinationBenchCtx, svc: ServiceInstance, codec: AvroCodec, destinationId: string, n: number, run: string): Promise<number> {
-  const topic = topicNames(svc.prefix).deliveryRequested;
-  const now = Date.now();
-  const values = await Promise.all(
-    Array.from({ length: n }, (_, i) => {
-      const task: DeliveryTask = { delivery_id: newId('delivery'), event_id: newId('event'), tenant_id: 'demo', ingester_id: 'ing_bench', destination_id: destinationId, correlation_id: 'cor_bench', attempt: 1, not_before: now, received_at: now, content_type: 'application/json', body: Buffer.from(taggedBody(run, i, epochMs())), replay_of: null, hops: 0 };
-      return codec.encode(topic, 'DeliveryTask', task);
-    }),
-  );
-  for (let i = 0; i < n; i += 500) await ctx.producer.sendBatch({ acks: -1, topicMessages: [{ topic, messages: values.slice(i, i + 500).map((value, j) => ({ key: `k${i + j}`, value })) }] });
-  return epochMs();
+function produceTasks(ctx: DestinationBenchCtx, svc: ServiceInstance, codec: AvroCodec, destinationId: string, n: number, run: string): Promise<number> {
+  return produceDeliveryTasks(ctx.producer, codec, topicNames(svc.prefix).deliveryRequested, { ingesterId: 'ing_bench', destinationId }, n, run, (i) => `k${i}`);
 }
 
 /** The broker's own client publishing `n` messages like the deliveries', IN_FLIGHT at a time; publishes/s over the 5th-95th percentile acknowledgement. */

@@ -12,13 +12,11 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Admin, Kafka, Producer } from 'kafkajs';
 import { loadConfig } from '../core/config';
-import { newId } from '../core/ids';
 import { groupIdOf, groupPrefixOf, topicNames } from '../core/topics';
 import { startLocalKafka, type LocalKafka } from '../infra/kafka/local-kafka';
 import { startLocalRedis, type LocalRedis } from '../infra/redis/local-redis';
 import { startSchemaRegistry, type SchemaRegistryServer } from '../infra/registry/server';
 import { AvroCodec } from '../platform/avro/codec';
-import type { DeliveryTask } from '../platform/avro/records';
 import { BatchingProducer } from '../platform/kafka/batching-producer';
 import { topology } from '../service/topology';
 import { createKafka, ensureTopics, fetchTopicOffsets } from '../platform/kafka/client';
@@ -31,6 +29,7 @@ import { createFlows, ReceiverClient, RUN_KEK, startInstance, type Flow, type In
 import { median, overReps, quantile, round, sleep, slope, summary } from './lib/stats';
 import { outcomeGenerator } from './lib/synthetic';
 import { runThrottle } from './throttle';
+import { backlogRate, produceDeliveryTasks } from './lib/tasks';
 import { BROKER_TYPES, runBrokerDelivery, runTransform, type DestinationBenchCtx } from './destinations';
 
 // ---------------------------------------------------------------------------------------------
@@ -330,32 +329,16 @@ async function delivery(ctx: Ctx, svc: ServiceInstance, flow: Flow): Promise<voi
   let overlapNote = '';
   /** Rate over arrivals from `from` (epoch ms) up to the 95th percentile arrival. */
   const rateOf = (arrivals: number[], from: number) => {
-    const a = [...arrivals].sort((x, y) => x - y);
-    const hi = Math.max(1, Math.floor(0.95 * a.length) - 1);
-    let lo = Math.floor(0.05 * a.length);
-    while (lo < hi && a[lo]! < from) lo++;
-    if (hi - lo < 0.3 * a.length) {
-      overlapNote = ' In some repetition the tasks were produced for most of the run, so the deliver stage was not backlogged throughout.';
-      lo = Math.floor(0.05 * a.length);
-    }
-    return ((hi - lo) / Math.max(1e-3, a[hi]! - a[lo]!)) * 1000;
+    const { rate, overlapped } = backlogRate(arrivals, from);
+    if (overlapped) overlapNote = ' In some repetition the tasks were produced for most of the run, so the deliver stage was not backlogged throughout.';
+    return rate;
   };
   try {
     for (let rep = 0; rep < S.reps; rep++) {
       // the deliver stage: a backlog of tasks on deliveries.requested, counted at the receiver
       let run = runTag();
       await ctx.rec.reset(run);
-      const now = Date.now();
-      const values = await Promise.all(
-        Array.from({ length: n }, (_, i) => {
-          const task: DeliveryTask = { delivery_id: newId('delivery'), event_id: newId('event'), tenant_id: 'demo', ingester_id: flow.ingesterId, destination_id: flow.destinationId, correlation_id: 'cor_bench', attempt: 1, not_before: now, received_at: now, content_type: 'application/json', body: Buffer.from(taggedBody(run, i, epochMs())), replay_of: null, hops: 0 };
-          return codec.encode(topics.deliveryRequested, 'DeliveryTask', task);
-        }),
-      );
-      for (let i = 0; i < n; i += 500) {
-        await ctx.producer.sendBatch({ acks: -1, topicMessages: [{ topic: topics.deliveryRequested, messages: values.slice(i, i + 500).map((value) => ({ key: flow.destinationId, value })) }] });
-      }
-      const producedAt = epochMs();
+      const producedAt = await produceDeliveryTasks(ctx.producer, codec, topics.deliveryRequested, flow, n, run, () => flow.destinationId);
       const cpu0 = cpuSnapshot(groupsOf(ctx, { service: svc.proc.pid }));
       const got = await ctx.rec.waitFor(n, Math.max(120_000, (n / 20) * 1000));
       if (got < n) throw new Error(`the deliver stage delivered ${got} of ${n} tasks in time; see ${svc.proc.logFile}`);

@@ -1,5 +1,6 @@
 import type { Readable } from 'node:stream';
 import { request, type Dispatcher } from 'undici';
+import { unresolvedCodeOf, unresolvedMessage } from '../../platform/http/guarded-lookup';
 
 /** Bytes of a response body kept for search and the attempt view; the rest is drained unread. */
 export const RESPONSE_BODY_KEPT_BYTES = 4096;
@@ -22,19 +23,14 @@ export interface SendResult {
   body?: Buffer;
 }
 
-/** Resolver answers that mean the name has no address now (it may have one later). */
-const UNRESOLVED = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_NODATA', 'ENODATA', 'EAI_NONAME']);
-
 /**
  * What a failed send says in its attempt's error: a name that does not resolve (yet) says so
  * plainly, naming the host as the destination spells it; anything else keeps its own message.
  */
 export function sendErrorMessage(err: unknown, url: string): string {
   for (let e: unknown = err, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
-    // the code, or (an error rebuilt from another's text on its way here) the resolver's words
-    const code = (e as { code?: unknown }).code;
-    const named = typeof code === 'string' && UNRESOLVED.has(code) ? code : /getaddrinfo (E[A-Z_]+)/.exec(e.message)?.[1];
-    if (named !== undefined && UNRESOLVED.has(named)) return `host ${new URL(url).hostname} does not resolve (${named}); attempts fail until it does`;
+    const code = unresolvedCodeOf(e);
+    if (code !== undefined) return unresolvedMessage(new URL(url).hostname, code);
   }
   return err instanceof Error ? err.message : String(err);
 }

@@ -185,6 +185,9 @@ export function deliverStage(deps: DeliverDeps): RecordStage<'DeliveryTask'> {
   const { topics } = deps;
   const now = deps.now ?? Date.now;
 
+  /** An attempt the destination's open breaker (here, or in a peer) did not let out. */
+  const breakerOpen = (err: unknown, destination: Destination): AttemptResult => ({ kind: 'breaker-open', reopensAt: peerReopensAt(err) ?? deps.breakers.reopensAt(destination.id) });
+
   /** One message to a broker destination, acknowledged; a failure that is not a refusal tells of the broker's health. */
   async function publish(task: DeliveryTask, destination: Destination, trace: TraceHeaders | undefined, sent: Prepared): Promise<{ result: AttemptResult; durationMs: number }> {
     const started = now();
@@ -202,7 +205,7 @@ export function deliverStage(deps: DeliverDeps): RecordStage<'DeliveryTask'> {
       return { result: { kind: 'acked' }, durationMs: now() - started };
     } catch (err) {
       const durationMs = now() - started;
-      if (isOpenBreaker(err)) return { result: { kind: 'breaker-open', reopensAt: peerReopensAt(err) ?? deps.breakers.reopensAt(destination.id) }, durationMs };
+      if (isOpenBreaker(err)) return { result: breakerOpen(err, destination), durationMs };
       const refused = err instanceof PublishFailed && err.refused;
       return { result: { kind: 'error', message: err instanceof Error ? err.message : String(err), refused }, durationMs };
     }
@@ -227,7 +230,7 @@ export function deliverStage(deps: DeliverDeps): RecordStage<'DeliveryTask'> {
       return { result: { kind: 'response', status: res.status, retryAfterMs: null }, durationMs: res.durationMs, responseBody: res.body };
     } catch (err) {
       const durationMs = now() - started;
-      if (isOpenBreaker(err)) return { result: { kind: 'breaker-open', reopensAt: peerReopensAt(err) ?? deps.breakers.reopensAt(destination.id) }, durationMs };
+      if (isOpenBreaker(err)) return { result: breakerOpen(err, destination), durationMs };
       if (err instanceof DestinationUnhealthy && isResponse(err.cause)) {
         const r = err.cause;
         return { result: { kind: 'response', status: r.status, retryAfterMs: parseRetryAfter(r.headers['retry-after'], now()) }, durationMs: r.durationMs, responseBody: r.body };
@@ -246,7 +249,6 @@ export function deliverStage(deps: DeliverDeps): RecordStage<'DeliveryTask'> {
     return (await running.get(attemptKey(task))) ?? deps.marks.recall(task);
   }
 
-  /** One attempt, marked once it has finished (with marks): a twin read meanwhile waits for it. */
   /** An attempt as made: what it came to and, when a transformation changed the body, the SHA-256 of the one sent; or dropped by the transformation. */
   type Made = { result: AttemptResult; durationMs: number; responseBody?: Buffer; sentSha256?: string } | { dropped: true };
 

@@ -80,6 +80,34 @@ function notFound(hostname: string): NodeJS.ErrnoException {
   return Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND', hostname });
 }
 
+/** Resolver answers that mean the name has no address now (it may have one later). */
+const UNRESOLVED = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_NODATA', 'ENODATA', 'EAI_NONAME']);
+
+/**
+ * The resolver's code when this one error (not its causes) says a name does not resolve: its
+ * `code`, or the resolver's words in its message (an error rebuilt from another's text).
+ */
+export function unresolvedCodeOf(e: Error): string | undefined {
+  const code = (e as { code?: unknown }).code;
+  const named = typeof code === 'string' && UNRESOLVED.has(code) ? code : /getaddrinfo (E[A-Z_]+)/.exec(e.message)?.[1];
+  return named !== undefined && UNRESOLVED.has(named) ? named : undefined;
+}
+
+/** What an attempt says of a destination whose host does not resolve (yet), naming it as the destination spells it. */
+export function unresolvedMessage(host: string, code: string): string {
+  return `host ${host} does not resolve (${code}); attempts fail until it does`;
+}
+
+/** Answers a lookup with addresses already checked: those of the family asked for, all of them when Node races IPv4 and IPv6 (autoSelectFamily). */
+function answerWith(checked: readonly ResolvedAddress[], hostname: string, options: { family?: number | string; all?: boolean }, callback: Parameters<LookupFunction>[2]): void {
+  const family = wantedFamily(options.family as number | 'IPv4' | 'IPv6' | undefined);
+  const usable = family === 0 ? [...checked] : checked.filter((a) => a.family === family);
+  const first = usable[0];
+  if (first === undefined) callback(notFound(hostname), '');
+  else if (options.all) callback(null, usable);
+  else callback(null, first.address, first.family);
+}
+
 /**
  * A `lookup` for net/tls.connect that resolves and checks on every connection, and hands the
  * socket only the addresses it checked, so that DNS rebinding between a check and the connect
@@ -88,16 +116,13 @@ function notFound(hostname: string): NodeJS.ErrnoException {
 export function guardedLookup(allow: AllowList, resolve: Resolve = systemResolve): LookupFunction {
   return (hostname, options, callback) => {
     resolveChecked(hostname, allow, resolve).then(
-      (checked) => {
-        const family = wantedFamily(options.family);
-        const usable = family === 0 ? checked : checked.filter((a) => a.family === family);
-        const first = usable[0];
-        if (first === undefined) callback(notFound(hostname), '');
-        // Node asks for all addresses when it races IPv4 and IPv6 (autoSelectFamily)
-        else if (options.all) callback(null, usable);
-        else callback(null, first.address, first.family);
-      },
+      (checked) => answerWith(checked, hostname, options, callback),
       (err: unknown) => callback(err instanceof Error ? err : new Error(String(err)), ''),
     );
   };
+}
+
+/** A `lookup` for net/tls.connect that answers only with addresses already checked (resolved once, by the caller). */
+export function pinnedLookup(addresses: readonly ResolvedAddress[]): LookupFunction {
+  return (hostname, options, callback) => process.nextTick(() => answerWith(addresses, hostname, options, callback));
 }

@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { leafBytes } from '../../core/evidence-leaf';
 import { leafHash } from '../../core/merkle';
-import { receiverPool, type Receiver } from '../support/receiver';
+import { receiverPool } from '../support/receiver';
 import { eventually, startTestService, type TestService } from '../support/service';
 
 /**

@@ -3,7 +3,8 @@ import amqplib, { type ChannelModel, type ConfirmChannel, type Message } from 'a
 import { amqpVhost, endpointsOf, type AmqpConfig } from '../../../core/destination-types';
 import type { Destination } from '../../../core/model';
 import { errorChain, isError, messageOf, networkFailure } from './failure';
-import { checkedAddresses, pinnedLookup, type AddressGuard } from './guard';
+import { pinnedLookup } from '../../../platform/http/guarded-lookup';
+import { checkedAddresses, type AddressGuard } from './guard';
 import type { BrokerConnection, ConnectOptions, Connector } from './pool';
 import { PublishFailed, type OutboundMessage } from './publisher';
 

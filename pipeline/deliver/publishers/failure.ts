@@ -1,8 +1,6 @@
 import type { DestinationAuth } from '../../../core/model';
+import { unresolvedCodeOf, unresolvedMessage } from '../../../platform/http/guarded-lookup';
 import { PublishFailed } from './publisher';
-
-/** Resolver answers that mean the name has no address now (it may have one later). */
-const UNRESOLVED = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_NODATA', 'ENODATA', 'EAI_NONAME']);
 
 /**
  * Whether `value` is an error: duck-typed, since errors from another realm (Node's own, seen from
@@ -40,8 +38,8 @@ function codeOf(e: Error): string | undefined {
 /** The resolver's code when `err` says a name does not resolve. */
 export function unresolvedCode(err: unknown): string | undefined {
   for (const e of errorChain(err)) {
-    const code = codeOf(e) ?? /getaddrinfo (E[A-Z_]+)/.exec(e.message)?.[1];
-    if (code !== undefined && UNRESOLVED.has(code)) return code;
+    const code = unresolvedCodeOf(e);
+    if (code !== undefined) return code;
   }
   return undefined;
 }
@@ -55,7 +53,8 @@ export function networkFailure(err: unknown, where: string): string | undefined 
   for (const e of errorChain(err)) {
     const code = codeOf(e);
     if (code === 'ECONNREFUSED') return `connection refused by ${where}`;
-    if (code !== undefined && UNRESOLVED.has(code)) return `host ${where.replace(/:\d+$/, '')} does not resolve (${code}); attempts fail until it does`;
+    const unresolved = unresolvedCodeOf(e);
+    if (unresolved !== undefined) return unresolvedMessage(where.replace(/:\d+$/, ''), unresolved);
     if (code === 'ETIMEDOUT') return `connecting to ${where} timed out`;
     if (code === 'ECONNRESET' || code === 'EPIPE') return `connection to ${where} was reset`;
     if (code === 'EHOSTUNREACH' || code === 'ENETUNREACH') return `${where} is unreachable (${code})`;

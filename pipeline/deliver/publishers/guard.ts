@@ -2,7 +2,7 @@ import net, { isIP, type LookupFunction } from 'node:net';
 import tls from 'node:tls';
 import { checkHost, type AllowList } from '../../../core/address-policy';
 import { endpointsOf } from '../../../core/destination-types';
-import { resolveChecked, ssrfRefusalOf, type ResolvedAddress, type Resolve } from '../../../platform/http/guarded-lookup';
+import { pinnedLookup, resolveChecked, ssrfRefusalOf, unresolvedMessage, type ResolvedAddress, type Resolve } from '../../../platform/http/guarded-lookup';
 import { PublishFailed } from './publisher';
 import { isError, unresolvedCode } from './failure';
 
@@ -40,26 +40,12 @@ export async function checkedAddresses(guard: AddressGuard, host: string, port: 
     const refusal = ssrfRefusalOf(err);
     if (refusal) throw new PublishFailed(refusal.message, { refused: true });
     const code = unresolvedCode(err);
-    if (code) throw new PublishFailed(`host ${host} does not resolve (${code}); attempts fail until it does`);
+    if (code) throw new PublishFailed(unresolvedMessage(host, code));
     throw err;
   }
   if (answers.length === 0) throw new PublishFailed(`host ${host} does not resolve; attempts fail until it does`);
   if (guard.ownEndpoint && answers.some(({ address }) => guard.ownEndpoint?.(address, port))) throw ownRefusal(host);
   return answers;
-}
-
-/** A `lookup` for net/tls.connect that answers only with addresses already checked. */
-export function pinnedLookup(addresses: readonly ResolvedAddress[]): LookupFunction {
-  return (hostname, options, callback) => {
-    const family = options.family === 6 || options.family === 'IPv6' ? 6 : options.family === 4 || options.family === 'IPv4' ? 4 : 0;
-    const usable = family === 0 ? addresses : addresses.filter((a) => a.family === family);
-    const first = usable[0];
-    process.nextTick(() => {
-      if (first === undefined) callback(Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' }), '');
-      else if (options.all) callback(null, [...usable]);
-      else callback(null, first.address, first.family);
-    });
-  };
 }
 
 /**

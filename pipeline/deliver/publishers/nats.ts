@@ -109,7 +109,7 @@ class NatsConnectionHandle implements BrokerConnection {
 export function natsConnector(deps: { guard: AddressGuard }): Connector {
   return {
     async connect(destination: Destination, options: ConnectOptions): Promise<BrokerConnection> {
-      const { host, port, scheme, where, address } = await checkedEndpoint(deps.guard, 'nats', destination.url);
+      const { host, port, where, address } = await checkedEndpoint(deps.guard, 'nats', destination.url);
       const config = (destination.config ?? {}) as unknown as NatsConfig;
       const auth = destination.auth;
       let nc: NatsConnection;
