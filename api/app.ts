@@ -4,7 +4,7 @@ import { AppError } from '../core/errors';
 import { jsonDepth } from '../core/json-depth';
 import type { Logger } from '../core/log';
 import type { ConfigStore } from '../platform/config-store/config-store';
-import { authenticate, requireTenant } from './auth';
+import { authenticate, requireTenant, requireTenantOrOperator } from './auth';
 import type { NameClaims } from './ports';
 import { problemHandler } from './problem';
 import { requestContext } from './request-log';
@@ -43,11 +43,16 @@ import { statsRouter } from './routes/stats';
 import { meRouter } from './routes/me';
 import { StageLagReader } from '../platform/kafka/stage-lag';
 import { uiHandler } from './ui';
+import { apiDocsHandler } from './api-docs';
 import { deadLettersRouter } from './routes/dead-letters';
 import { destinationTransformationRouter } from './routes/destination-transformation';
 import { DESTINATION_TYPE_SPECS } from '../core/destination-types';
 import type { Transformer } from '../pipeline/deliver/transform/transformer';
 import { DeadLetterStore } from '../platform/clickhouse/dead-letters';
+import { tenantsRouter } from './routes/tenants';
+import { portalExchangeRouter, portalLookup, portalSessionsRouter } from './routes/portal-sessions';
+import { PortalSessions } from '../platform/redis/portal-sessions';
+import { destinationTestEventsRouter } from './routes/destination-test-events';
 
 /** What the API needs once the service is up. */
 export interface ApiServices {
@@ -83,6 +88,8 @@ export interface ApiServices {
   transformer?: Transformer;
   /** What the live checks of the evidence surface read (the API adds its own probe). */
   operations: Omit<OperationsDeps, 'probe'>;
+  /** INGEST_MAX_BODY_BYTES: the largest body any tenant's Hook URLs may take. */
+  maxBodyBytes: number;
 }
 
 export interface ApiOptions {
@@ -162,6 +169,17 @@ export function createApp(options: ApiOptions): Express {
   const onUse = (s: ApiServices) => (key: ApiKey) => {
     if (s.store.find('api_key', key.id) === key) usageOf(s).record(key.tenant_id, key.id);
   };
+  // portal sessions live in Redis: one view per process
+  let portal: PortalSessions | undefined;
+  const portalOf = (s: ApiServices) => (portal ??= new PortalSessions(s.redis, s.redisPrefix));
+  /** What every authenticated route runs first: the key, the rate limit, the JSON body, idempotency. */
+  const commonOf = (s: ApiServices, auth: express.RequestHandler[]) => [
+    ...auth,
+    // before idempotency, so a 429 is never stored as the answer to a key
+    rateLimit({ redis: s.redis, prefix: s.redisPrefix, limits: s.rateLimits, timeoutMs: s.rateLimitTimeoutMs, routes: routesOf(), log: options.log }),
+    jsonBody(),
+    idempotency({ redis: s.redis, prefix: s.redisPrefix, ttlSeconds: s.idempotencyTtlSeconds, keyring: s.keyring, log: options.log }),
+  ];
   let tools: ListedTool[] | undefined;
   // rate-limit buckets are keyed by the documented route a request matches, never its raw spelling
   let routes: string[] | undefined;
@@ -189,6 +207,35 @@ export function createApp(options: ApiOptions): Express {
   return app;
 
   function mountApi(): void {
+    // operators' routes: the tenants themselves (the tenant router below serves what is inside one)
+    app.use(
+      '/v1/tenants',
+      whenReady((s) => tenantsRouter(s.store, { maxBodyBytes: s.maxBodyBytes, before: commonOf(s, [authenticate(inProcessOf(s).lookup(), onUse(s))]) })),
+    );
+    // portal sessions: the tenant's keys, or an operator key on its behalf
+    app.use(
+      '/v1/tenants/:tenantId/portal-sessions',
+      whenReady((s) => {
+        const sessions = express.Router({ mergeParams: true });
+        const disabled = new Set(s.disabledWriteGroups);
+        sessions.use((_req, res, next) => {
+          res.locals.disabledWriteGroups = disabled;
+          next();
+        });
+        sessions.use(commonOf(s, [authenticate(inProcessOf(s).lookup(), onUse(s)), requireTenantOrOperator((id) => s.store.tenant(id) !== undefined)]));
+        sessions.use(portalSessionsRouter(s.store, portalOf(s), { publicBaseUrl: () => s.publicBaseUrl }));
+        return sessions;
+      }),
+    );
+    app.use(
+      '/v1/portal/session',
+      whenReady((s) => {
+        const exchange = express.Router();
+        exchange.use(jsonBody());
+        exchange.use(portalExchangeRouter(s.store, portalOf(s), { secure: () => s.publicBaseUrl.startsWith('https:') }));
+        return exchange;
+      }),
+    );
     app.use(
       '/v1/tenants/:tenantId',
       whenReady((s) => {
@@ -198,16 +245,12 @@ export function createApp(options: ApiOptions): Express {
           res.locals.disabledWriteGroups = disabled;
           next();
         });
-        tenant.use(authenticate(inProcessOf(s).lookup(), onUse(s)));
-        tenant.use(requireTenant);
-        // before idempotency, so a 429 is never stored as the answer to a key
-        tenant.use(rateLimit({ redis: s.redis, prefix: s.redisPrefix, limits: s.rateLimits, timeoutMs: s.rateLimitTimeoutMs, routes: routesOf(), log: options.log }));
-        tenant.use(jsonBody());
-        tenant.use(idempotency({ redis: s.redis, prefix: s.redisPrefix, ttlSeconds: s.idempotencyTtlSeconds, keyring: s.keyring, log: options.log }));
+        tenant.use(commonOf(s, [authenticate(inProcessOf(s).lookup(), onUse(s), portalLookup(portalOf(s))), requireTenant]));
         const destinationChanges = destinationChangeDepsOf(s, options.log);
         tenant.use('/destinations', destinationsRouter(s.store, s.claims, { httpsOnly: s.destinationHttpsOnly, refusalOf: s.refusalOfDestination, quotas: s.quotas, changes: destinationChanges.record, ...(destinationChanges.checkTransformation ? { checkTransformation: destinationChanges.checkTransformation } : {}) }));
         tenant.use('/destinations', destinationChangesRouter(destinationChanges));
         tenant.use('/destinations', destinationTransformationRouter(s.store, s.transformer));
+        tenant.use('/destinations', destinationTestEventsRouter(s.store, s.replay));
         tenant.use('/ingesters', ingestersRouter(s.store, s.publicBaseUrl, s.maxFanout, s.quotas));
         tenant.use('/deliveries', deliveriesRouter(s.clickhouse, s.clickhouseDatabase));
         tenant.use('/events', eventsRouter(s.clickhouse, s.clickhouseDatabase, s.store, s.replay));
@@ -251,15 +294,18 @@ export function createApp(options: ApiOptions): Express {
       '/v1/me',
       whenReady((s) => {
         const me = express.Router();
-        me.use(authenticate(inProcessOf(s).lookup(), onUse(s)));
+        me.use(authenticate(inProcessOf(s).lookup(), onUse(s), portalLookup(portalOf(s))));
         me.use(rateLimit({ redis: s.redis, prefix: s.redisPrefix, limits: s.rateLimits, timeoutMs: s.rateLimitTimeoutMs, routes: routesOf(), log: options.log }));
         me.use(jsonBody());
-        me.use(meRouter());
+        me.use(meRouter((id) => s.store.tenant(id)));
         return me;
       }),
     );
 
     // the dashboard: static files, the API calls it makes go through the routes above
-    app.use('/ui', uiHandler());
+    // a portal link names its tenant (?tenant=): the page may be framed by that tenant's allowed origins
+    app.use('/ui', uiHandler(undefined, (tenantId) => options.services()?.store.tenant(tenantId)?.portal?.frame_ancestors ?? []));
+    // the API reference: GET /v1/openapi.json rendered by Redoc
+    app.use('/docs', apiDocsHandler());
   }
 }

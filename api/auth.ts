@@ -3,6 +3,8 @@ import { apiKeyMatches, keyIdOf } from '../core/api-keys';
 import { AppError } from '../core/errors';
 import type { ApiKey } from '../core/model';
 import type { Scope } from '../core/scopes';
+import { OPERATOR_TENANT } from '../core/tenants';
+import type { PortalSession } from '../platform/redis/portal-sessions';
 
 export interface KeyLookup {
   find(kind: 'api_key', id: string): ApiKey | undefined;
@@ -11,6 +13,8 @@ export interface KeyLookup {
 
 export interface Authenticated {
   key: ApiKey;
+  /** Set when the request is made in a portal session (its cookie), not with an API key. */
+  portal?: PortalSession;
 }
 
 declare module 'express-serve-static-core' {
@@ -18,6 +22,8 @@ declare module 'express-serve-static-core' {
     auth?: Authenticated;
     /** Write groups (write scopes) that configuration has switched off. */
     disabledWriteGroups?: ReadonlySet<string>;
+    /** An operator key acting on a tenant's behalf, on a route that lets operators in. */
+    onBehalf?: boolean;
   }
 }
 
@@ -28,13 +34,48 @@ export function authOf(res: Response): ApiKey {
   return auth.key;
 }
 
+/** The cookie a portal session's browser holds (HttpOnly), and the header its requests carry. */
+export const PORTAL_COOKIE = 'hookline_portal';
+export const PORTAL_HEADER = 'x-hookline-portal';
+
+/** Resolves a portal session token to the key-like grant it stands for. */
+export interface PortalLookup {
+  grantOf(token: string): Promise<{ key: ApiKey; session: PortalSession } | undefined>;
+}
+
+/** One cookie of the request's Cookie header, or undefined. */
+export function cookieOf(req: Request, name: string): string | undefined {
+  const header = req.headers.cookie;
+  if (!header) return undefined;
+  for (const part of header.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
+  }
+  return undefined;
+}
+
 /**
  * Bearer tenant API keys. A key this process has not seen yet (issued a moment ago by the
  * CLI or another instance) is looked for once more after catching up with the config topic.
+ *
+ * With `portal`, a request without an Authorization header may instead carry a portal session's
+ * cookie; it counts only with the `X-Hookline-Portal: 1` header, which a page of another origin
+ * cannot send without this API's consent (no CORS is granted), so a forged cross-site request
+ * never acts with the cookie.
  */
-export function authenticate(keys: KeyLookup, onUse?: (key: ApiKey) => void): RequestHandler {
+export function authenticate(keys: KeyLookup, onUse?: (key: ApiKey) => void, portal?: PortalLookup): RequestHandler {
   return async (req: Request, res: Response, next: NextFunction) => {
     const header = req.headers.authorization;
+    if (!header && portal) {
+      const token = cookieOf(req, PORTAL_COOKIE);
+      if (token && req.headers[PORTAL_HEADER] === '1') {
+        const grant = await portal.grantOf(token);
+        if (!grant) throw new AppError('unauthorized', 'the portal session has ended (expired, revoked or signed out); open a new portal link');
+        res.locals.auth = { key: grant.key, portal: grant.session };
+        return next();
+      }
+      if (token) throw new AppError('unauthorized', `a request made with the portal session's cookie carries the header X-Hookline-Portal: 1`);
+    }
     const m = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
     if (!m?.[1]) {
       res.setHeader('www-authenticate', 'Bearer');
@@ -73,12 +114,40 @@ export function requireTenant(req: Request, res: Response, next: NextFunction): 
   next();
 }
 
+export function isOperator(key: ApiKey): boolean {
+  return key.tenant_id === OPERATOR_TENANT;
+}
+
+/** Operator keys only: the routes that manage tenants. */
+export function requireOperator(_req: Request, res: Response, next: NextFunction): void {
+  if (!isOperator(authOf(res))) throw new AppError('permission-denied', 'only an operator key may manage tenants (made with `keys create --operator` on the service\'s host)', { resource_id: 'tenants' });
+  next();
+}
+
+/**
+ * The tenant's own keys, as {@link requireTenant}, or an operator key for a tenant that exists:
+ * the routes an operator uses on a tenant's behalf (portal sessions).
+ */
+export function requireTenantOrOperator(exists: (tenantId: string) => boolean): RequestHandler {
+  return (req, res, next) => {
+    const key = authOf(res);
+    if (isOperator(key)) {
+      if (!exists(String(req.params.tenantId))) throw new AppError('not-found', `tenant ${String(req.params.tenantId)} does not exist`);
+      res.locals.onBehalf = true;
+      return next();
+    }
+    requireTenant(req, res, next);
+  };
+}
+
 export function requireScope(scope: Scope): RequestHandler {
   return (_req: Request, res: Response, next: NextFunction) => {
     const key = authOf(res);
     if (res.locals.disabledWriteGroups?.has(scope)) {
       throw new AppError('write-tool-disabled', `the write group ${scope} is disabled on this deployment`, { tool_group: scope });
     }
+    // an operator acting on a tenant's behalf holds every scope of the routes it is let into
+    if (res.locals.onBehalf === true && isOperator(key)) return next();
     if (!key.scopes.includes(scope)) {
       throw new AppError('insufficient-scope', `this call needs the scope ${scope}`, { required_scope: scope });
     }

@@ -22,6 +22,7 @@ import { eventTypePaths, eventTypeSchemas } from './openapi-event-types';
 import { dashboardPaths, dashboardSchemas } from './openapi-dashboard';
 import { deadLetterPaths, deadLetterSchemas } from './openapi-dead-letters';
 import { destinationTypePaths, destinationTypeSchemas } from './openapi-destination-types';
+import { tenantPaths as tenantResourcePaths, tenantSchemas } from './openapi-tenants';
 
 /**
  * The OpenAPI 3.1 description of the HTTP API as the code implements it today. Enumerations and
@@ -88,6 +89,7 @@ const PROBLEM_SCHEMA_OF: Record<Exclude<ErrorSlug, 'method-not-allowed'>, string
   'permission-denied': 'PermissionDeniedProblem',
   'write-tool-disabled': 'WriteToolDisabledProblem',
   'quota-exceeded': 'QuotaExceededProblem',
+  'tenant-suspended': 'TenantSuspendedProblem',
   'not-found': 'NotFoundProblem',
   'not-acceptable': 'NotAcceptableProblem',
   conflict: 'ConflictProblem',
@@ -144,9 +146,10 @@ function problemSchemas(errorBase: string): Json {
       required: ['tool_group'],
     }),
     QuotaExceededProblem: p('quota-exceeded', 'The tenant already holds as many objects of this kind as it may (`MAX_DESTINATIONS_PER_TENANT` and the like); delete some before creating more.', {
-      properties: { quota: { type: 'string', enum: [...QUOTA_NAMES] }, limit: { type: 'integer', minimum: 1 } },
+      properties: { quota: { type: 'string', enum: [...QUOTA_NAMES, 'portal_sessions'] }, limit: { type: 'integer', minimum: 1 } },
       required: ['quota', 'limit'],
     }),
+    TenantSuspendedProblem: p('tenant-suspended', 'The tenant is suspended by its operator: its Hook URLs accept nothing and its deliveries are held (none lost) until it is resumed.'),
     NotFoundProblem: p('not-found', 'The resource does not exist, or the path names another tenant than the key\'s own (which looks exactly the same), or no route matches.'),
     NotAcceptableProblem: p('not-acceptable', 'The MCP endpoint was asked for answers it does not give: its `Accept` header must list both `application/json` and `text/event-stream`.'),
     ConflictProblem: p('conflict', 'The request conflicts with the current state (a destination name already in use; an event with nothing left to retry).'),
@@ -321,11 +324,29 @@ const authSecret = (what: string, spaces = true, min: number = AUTH_LIMITS.secre
     : { pattern: '^[\\x21-\\x7e]+$', 'x-pattern-message': 'must be printable ASCII without spaces' }),
   description: `${what}: printable ASCII, ${min} to ${AUTH_LIMITS.secret} characters. Stored encrypted; shown masked (\`****\` and its last 4 characters at most, never more than a quarter of it).` });
 const masked: Json = { type: 'string', pattern: '^\\*{4}[\\s\\S]{0,4}$', description: '`****` and the last characters of the secret: never more than a quarter of it, at most 4 (`****` alone under 4 characters).' };
-const authVariants = (secretOf: (what: string, spaces?: boolean, min?: number) => Json): Json[] => [
-  { type: 'object', title: 'basic', required: ['type', 'username', 'password'], additionalProperties: false, properties: { type: { const: 'basic' }, username: { type: 'string', minLength: 1, maxLength: AUTH_LIMITS.username, pattern: '^[\\x20-\\x39\\x3b-\\x7e]+$', 'x-pattern-message': 'must be printable ASCII without ":"', description: 'Printable ASCII without ":".' }, password: secretOf('The password (a broker\'s may be short)', true, 1) }, description: '`Authorization: Basic base64(username:password)` on every delivery to a webhook; a broker type\'s user and password (Kafka SASL, AMQP, NATS, MQTT).' },
-  { type: 'object', title: 'bearer', required: ['type', 'token'], additionalProperties: false, properties: { type: { const: 'bearer' }, token: secretOf('The token (no spaces)', false) }, description: '`Authorization: Bearer <token>` on every delivery to a webhook; a NATS destination\'s token.' },
-  { type: 'object', title: 'header', required: ['type', 'name', 'value'], additionalProperties: false, properties: { type: { const: 'header' }, name: { type: 'string', minLength: 1, maxLength: AUTH_LIMITS.headerName, pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$", 'x-pattern-message': 'must be a header name (an HTTP token)', description: 'A header name (stored lower-case), not one the service sets itself (content-type, user-agent, webhook-*, x-correlation-id, hop-by-hop headers).' }, value: secretOf('The header value') }, description: '`<name>: <value>` on every delivery.' },
-];
+const authVariants = (secretOf: (what: string, spaces?: boolean, min?: number) => Json): Record<string, Json> => ({
+  basic: { type: 'object', title: 'basic', required: ['type', 'username', 'password'], additionalProperties: false, properties: { type: { const: 'basic' }, username: { type: 'string', minLength: 1, maxLength: AUTH_LIMITS.username, pattern: '^[\\x20-\\x39\\x3b-\\x7e]+$', 'x-pattern-message': 'must be printable ASCII without ":"', description: 'Printable ASCII without ":".' }, password: secretOf('The password (a broker\'s may be short)', true, 1) }, description: '`Authorization: Basic base64(username:password)` on every delivery to a webhook; a broker type\'s user and password (Kafka SASL, AMQP, NATS, MQTT).' },
+  bearer: { type: 'object', title: 'bearer', required: ['type', 'token'], additionalProperties: false, properties: { type: { const: 'bearer' }, token: secretOf('The token (no spaces)', false) }, description: '`Authorization: Bearer <token>` on every delivery to a webhook; a NATS destination\'s token.' },
+  header: { type: 'object', title: 'header', required: ['type', 'name', 'value'], additionalProperties: false, properties: { type: { const: 'header' }, name: { type: 'string', minLength: 1, maxLength: AUTH_LIMITS.headerName, pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$", 'x-pattern-message': 'must be a header name (an HTTP token)', description: 'A header name (stored lower-case), not one the service sets itself (content-type, user-agent, webhook-*, x-correlation-id, hop-by-hop headers).' }, value: secretOf('The header value') }, description: '`<name>: <value>` on every delivery.' },
+});
+
+/**
+ * `auth` as sent, or as shown: each type a component of its own, which the discriminator maps its
+ * `type` to. An inline form is one the discriminator cannot select (Redoc would show none of them).
+ */
+function authSchemas(name: string, variants: Record<string, Json>, description: string): Json {
+  const componentOf = (type: string) => `${name}${type[0]!.toUpperCase()}${type.slice(1)}`;
+  const types = Object.keys(variants);
+  return {
+    [name]: {
+      description,
+      type: 'object',
+      oneOf: types.map((t) => schema(componentOf(t))),
+      discriminator: { propertyName: 'type', mapping: Object.fromEntries(types.map((t) => [t, `#/components/schemas/${componentOf(t)}`])) },
+    },
+    ...Object.fromEntries(types.map((t) => [componentOf(t), variants[t]])),
+  };
+}
 
 const attemptProperties: Json = {
   attempt_number: { type: 'integer', minimum: 1, description: 'Number of the attempt within its delivery, from 1.' },
@@ -631,18 +652,8 @@ function schemas(errorBase: string): Json {
         auth: nullable(schema('DestinationAuth')),
       },
     },
-    DestinationAuth: {
-      description: 'Credentials the receiver expects, sent on every delivery. Encrypted at rest; every later read shows the secret part masked. Problems are reported by field (`auth.password`), never echoing a value.',
-      type: 'object',
-      oneOf: authVariants(authSecret),
-      discriminator: { propertyName: 'type' },
-    },
-    DestinationAuthShown: {
-      description: 'The destination\'s credentials as shown: the secret part masked.',
-      type: 'object',
-      oneOf: authVariants(() => masked),
-      discriminator: { propertyName: 'type' },
-    },
+    ...authSchemas('DestinationAuth', authVariants(authSecret), 'Credentials the receiver expects, sent on every delivery. Encrypted at rest; every later read shows the secret part masked. Problems are reported by field (`auth.password`), never echoing a value.'),
+    ...authSchemas('DestinationAuthShown', authVariants(() => masked), 'The destination\'s credentials as shown: the secret part masked.'),
     Destination: {
       type: 'object',
       description: 'A destination (target). Its signing secret is never shown after creation.',
@@ -832,6 +843,7 @@ function schemas(errorBase: string): Json {
     ...dashboardSchemas({ schema, nullable }),
     ...deadLetterSchemas({ schema, typedId, nullable, listOf }),
     ...destinationTypeSchemas({ schema, nullable }),
+    ...tenantSchemas({ schema, nullable, shownBack, listOf, nameInput }),
     ...apiKeySchemas(),
     ...replaySchemas(),
 
@@ -922,7 +934,7 @@ function schemas(errorBase: string): Json {
       required: ['openapi', 'info', 'paths', 'components'],
       properties: {
         openapi: { const: '3.1.0' },
-        info: { type: 'object', required: ['title', 'version'] },
+        info: { type: 'object', required: ['title', 'version'], properties: { title: { type: 'string' }, version: { type: 'string' } } },
         paths: { type: 'object' },
         components: { type: 'object' },
       },
@@ -1264,11 +1276,11 @@ function responses(): Json {
     ForbiddenWriteResource: tenantError('insufficient-scope, write-tool-disabled, or permission-denied: the key is limited to resource ids that do not include one this write touches (`resource_id`).', ['insufficient-scope', 'write-tool-disabled', 'permission-denied']),
     ForbiddenCreate: tenantError('insufficient-scope: the key lacks the scope; write-tool-disabled: the write group (`tool_group`) is switched off on this deployment; or quota-exceeded: the tenant holds as many of these objects as it may (`quota`, `limit`).', ['insufficient-scope', 'write-tool-disabled', 'quota-exceeded']),
     ForbiddenCreateResource: tenantError('insufficient-scope, write-tool-disabled, permission-denied (the key is limited to resource ids that do not include one this write touches, `resource_id`), or quota-exceeded (the tenant holds as many of these objects as it may, `quota` and `limit`).', ['insufficient-scope', 'write-tool-disabled', 'permission-denied', 'quota-exceeded']),
+    ForbiddenOperator: tenantError('permission-denied: the key is not an operator key (only operators manage tenants).', ['permission-denied']),
     NotFound: tenantError('not-found: the tenant in the path is not the key\'s own (indistinguishable from one that does not exist), or the resource does not exist.', ['not-found']),
     IdempotencyConflict: tenantError('idempotency-conflict: the `Idempotency-Key` was used with a different request (`idempotency_key`).', ['idempotency-conflict']),
     PayloadTooLarge: tenantError(`payload-too-large: the request body is larger than ${MAX_JSON_BODY}.`, ['payload-too-large']),
     UnsupportedMediaType: tenantError('unsupported-media-type: a request body (on any method) that is not `application/json` or `*+json`, or in an unsupported encoding or charset.', ['unsupported-media-type']),
-    UnprocessableEntity: tenantError('unprocessable-entity: a query value the API does not know.', ['unprocessable-entity']),
     RequestHeaderFieldsTooLarge: { description: 'request-header-fields-too-large: the request line and headers are larger than the server accepts; answered before any route, with `Connection: close`.', headers: headerRefs(['X-Request-Id']), content: problemContent(['request-header-fields-too-large']) },
     TooManyRequests: tenantError('rate-limit-exceeded: over the rate limit of this API key and route; `Retry-After` and `retry_after_seconds` say when to try again. Never stored as the answer to an `Idempotency-Key`.', ['rate-limit-exceeded'], ['Retry-After']),
     InternalError: tenantError('internal-error: an unexpected error, e.g. Kafka or ClickHouse failing during the request.', ['internal-error']),
@@ -1332,6 +1344,34 @@ function tenantOperation(o: TenantOperation): Json {
     tags: [o.tag],
     security: [{ bearerAuth: [o.scope] }],
     'x-required-scope': o.scope,
+    'x-rate-limit-route': o.rateLimitRoute,
+    ...(o.parameters || write ? { parameters: [...(o.parameters ?? []), ...(write ? [ref('parameters', 'IdempotencyKey')] : [])] } : {}),
+    ...(o.requestBody ? { requestBody: o.requestBody } : {}),
+    responses,
+  };
+}
+
+/**
+ * An operation of the operators' (tenants themselves): an operator key only, marked
+ * `x-operator`; a tenant's key answers 403 permission-denied.
+ */
+function operatorOperation(o: Omit<TenantOperation, 'scope' | 'forbidden'>): Json {
+  const write = !/^(get|list)/.test(o.operationId);
+  const responses: Json = { ...o.success };
+  responses['400'] = ref('responses', 'BadRequest');
+  responses['401'] = ref('responses', 'Unauthorized');
+  responses['403'] = ref('responses', 'ForbiddenOperator');
+  if (o.notFound) responses['404'] = tenantError(`not-found: ${o.notFound}.`, ['not-found']);
+  if (o.conflict === 'IdempotencyConflict') responses['409'] = ref('responses', 'IdempotencyConflict');
+  else if (o.conflict) responses['409'] = tenantError(`conflict: ${o.conflict.description}; or idempotency-conflict: the \`Idempotency-Key\` was used with a different request.`, ['conflict', 'idempotency-conflict']);
+  Object.assign(responses, bodyAndLimitErrors(o));
+  return {
+    operationId: o.operationId,
+    summary: o.summary,
+    description: o.description,
+    tags: [o.tag],
+    security: [{ bearerAuth: [] }],
+    'x-operator': true,
     'x-rate-limit-route': o.rateLimitRoute,
     ...(o.parameters || write ? { parameters: [...(o.parameters ?? []), ...(write ? [ref('parameters', 'IdempotencyKey')] : [])] } : {}),
     ...(o.requestBody ? { requestBody: o.requestBody } : {}),
@@ -1626,6 +1666,7 @@ function tenantPaths(): Json {
     ...dashboardPaths({ P, T, tenant, idParam, tenantOperation, keyOperation: mcpOperation, ok }),
     ...deadLetterPaths({ P, T, tenant, tenantOperation, ok, schema, listParams, pagingNote }),
     ...destinationTypePaths({ P, T, tenant, destinationId: idParam('DestinationId'), tenantOperation, ok, jsonBody, schema, headerRefs, problemResponse: (description, slug) => ({ description, headers: headerRefs(['X-Request-Id']), content: problemContent([slug as Exclude<ErrorSlug, 'method-not-allowed'>]) }) }),
+    ...tenantResourcePaths({ P, T, tenant, destinationId: idParam('DestinationId'), tenantOperation, operatorOperation, ok, created, noContent, jsonBody, schema, headerRefs, listParams, problemResponse: (description, slug) => ({ description, headers: headerRefs(['X-Request-Id']), content: problemContent([slug as Exclude<ErrorSlug, 'method-not-allowed'>]) }) }),
     [`${P}/evidence/{delivery_id}`]: {
       parameters: [tenant, idParam('DeliveryId')],
       get: tenantOperation({
@@ -1856,8 +1897,9 @@ function publicPaths(): Json {
         responses: {
           '202': { description: 'Accepted: Kafka has the event.', headers: headerRefs(['X-Request-Id', 'X-Correlation-Id']), content: { 'application/json': { schema: schema('HookAccepted') } } },
           '400': { description: 'validation-error: the body could not be read (e.g. a corrupt compressed body).', headers: headerRefs(['X-Request-Id']), content: problemContent(['validation-error']) },
+          '403': problemResponse('tenant-suspended: the ingester\'s tenant is suspended; nothing was accepted. Its Hook URLs accept webhooks again once an operator resumes it.', 'tenant-suspended'),
           '404': problemResponse('not-found: no such ingester (also after it was deleted).', 'not-found'),
-          '413': problemResponse('payload-too-large: the body is larger than `INGEST_MAX_BODY_BYTES`.', 'payload-too-large'),
+          '413': problemResponse('payload-too-large: the body is larger than `INGEST_MAX_BODY_BYTES`, or than the tenant\'s own `limits.max_payload_bytes`.', 'payload-too-large'),
           '415': problemResponse('unsupported-media-type: an unsupported `Content-Encoding`.', 'unsupported-media-type'),
           '422': problemResponse('unprocessable-entity: `X-Hookline-Hops` says the webhook has passed through more than `MAX_HOPS` deliveries of this service (a loop).', 'unprocessable-entity'),
           '429': { description: 'rate-limit-exceeded: over the limit of this Hook URL or of its tenant; nothing was accepted. `Retry-After` and `retry_after_seconds` say when to try again; the RateLimit headers give the limit that refused it (remaining 0).', headers: headerRefs(['X-Request-Id', 'RateLimit', 'RateLimit-Policy', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'Retry-After']), content: problemContent(['rate-limit-exceeded']) },
@@ -1934,7 +1976,8 @@ export function openApiDocument(options: { errorBase: string; serverUrl?: string
       description: API_DESCRIPTION,
       license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
     },
-    ...(options.serverUrl ? { servers: [{ url: options.serverUrl.replace(/\/+$/, '') }] } : {}),
+    // without a URL of its own, the origin that serves the document: OpenAPI's default, said outright for the tools that need it
+    servers: [{ url: options.serverUrl ? options.serverUrl.replace(/\/+$/, '') : '/' }],
     tags: [
       { name: 'Health', description: 'Service health and build metadata.' },
       { name: 'Hooks', description: 'Hook URLs where webhooks arrive.' },
@@ -1952,6 +1995,8 @@ export function openApiDocument(options: { errorBase: string; serverUrl?: string
       { name: 'Evidence', description: 'The verifiable log of delivery outcomes: inclusion proofs, signed checkpoints, consistency proofs.' },
       { name: 'Stats', description: 'What a dashboard of the tenant shows: throughput and errors over time, the pipeline\'s lag, the breakers of its destinations.' },
       { name: 'Identity', description: 'Which tenant and scopes an API key has.' },
+      { name: 'Tenants', description: 'Tenants as a resource, for operators (operator keys only): create, suspend and resume, limits of their own, the portal\'s branding.' },
+      { name: 'Portal', description: 'Portal sessions: one-time links that open the portal (/ui) signed in for a tenant, with an HttpOnly session cookie instead of an API key.' },
       { name: 'Evidence surface', description: 'The read-oriented surface under /v1/mcp: the MCP endpoint, planes, delivery status, evidence and logs by resource, all measured live.' },
       { name: 'Meta', description: 'This document.' },
     ],

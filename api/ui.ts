@@ -8,9 +8,15 @@ export const UI_DIR = path.join(REPO_ROOT, 'ui');
 
 /**
  * Everything the page loads comes from this origin, and nothing else runs: no inline script or
- * style, no plugin, no framing, no form posting elsewhere.
+ * style, no plugin, no framing, no form posting elsewhere. Images may also come over https (a
+ * tenant's logo in its portal).
  */
-export const UI_CONTENT_SECURITY_POLICY = "default-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'; object-src 'none'";
+export const UI_CONTENT_SECURITY_POLICY = "default-src 'self'; img-src 'self' https: data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'; object-src 'none'";
+
+/** The policy of a portal page its tenant lets `origins` frame. */
+export function framedPolicy(origins: readonly string[]): string {
+  return UI_CONTENT_SECURITY_POLICY.replace("frame-ancestors 'none'", `frame-ancestors ${origins.join(' ')}`);
+}
 
 const TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
@@ -45,17 +51,20 @@ function readFiles(dir: string, prefix = ''): Map<string, UiFile> {
  * request can only ever get one of them (no path is resolved against the disk); `/ui` and
  * `/ui/` are the page. The page signs in with an API key and calls the API like any client.
  */
-export function uiHandler(dir = UI_DIR): RequestHandler {
+export function uiHandler(dir = UI_DIR, frameAncestorsOf: (tenantId: string) => readonly string[] = () => []): RequestHandler {
   const files = readFiles(dir);
   return (req, res, next) => {
     if (req.method !== 'GET' && req.method !== 'HEAD') return next();
     const file = files.get(req.path === '/' ? '/index.html' : req.path);
     if (!file) return next();
+    // a portal link names its tenant (`?tenant=`): only that tenant's allowed origins may frame it
+    const tenant = typeof req.query.tenant === 'string' ? req.query.tenant : undefined;
+    const origins = tenant ? frameAncestorsOf(tenant) : [];
     res.setHeader('content-type', file.type);
-    res.setHeader('content-security-policy', UI_CONTENT_SECURITY_POLICY);
+    res.setHeader('content-security-policy', origins.length > 0 ? framedPolicy(origins) : UI_CONTENT_SECURITY_POLICY);
     res.setHeader('x-content-type-options', 'nosniff');
     res.setHeader('referrer-policy', 'no-referrer');
-    res.setHeader('x-frame-options', 'DENY');
+    if (origins.length === 0) res.setHeader('x-frame-options', 'DENY');
     res.setHeader('cross-origin-opener-policy', 'same-origin');
     res.setHeader('cache-control', 'no-cache');
     res.setHeader('content-length', String(file.body.length));

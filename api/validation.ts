@@ -4,10 +4,25 @@ import { validationError, type FieldError } from '../core/errors';
 import { openApiDocument, requestBodyComponents } from './openapi';
 
 /** The operations whose JSON body a route reads; the document names the component of each. */
-export const BODY_OPERATIONS = ['createDestination', 'createIngester', 'updateIngester', 'createDeliveryFlow', 'updateDeliveryFlow', 'createSavedPayload', 'createApiKey', 'patchDestination', 'replaceDestination', 'rotateDestinationSecret', 'createReplay', 'createEventType', 'replaceEventType', 'testDestinationTransformation'] as const;
+export const BODY_OPERATIONS = ['createDestination', 'createIngester', 'updateIngester', 'createDeliveryFlow', 'updateDeliveryFlow', 'createSavedPayload', 'createApiKey', 'patchDestination', 'replaceDestination', 'rotateDestinationSecret', 'createReplay', 'createEventType', 'replaceEventType', 'testDestinationTransformation', 'createTenant', 'updateTenant', 'createPortalSession', 'sendTestEvent'] as const;
 export type BodyOperation = (typeof BODY_OPERATIONS)[number];
 
 let validators: Map<BodyOperation, ValidateFunction> | undefined;
+/** The document's schemas by name: a discriminator's branches are `$ref`s to them. */
+let componentSchemas: Record<string, Branch> = {};
+
+type Branch = { $ref?: string; properties?: { type?: { const?: string } } };
+
+/**
+ * The components as ajv takes them: it reads a discriminator's tags from each branch's `const`,
+ * and refuses OpenAPI's `mapping`, which names the same branches for Redoc and client generators.
+ */
+function withoutMappings(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(withoutMappings);
+  if (typeof v !== 'object' || v === null) return v;
+  if ('propertyName' in v && 'mapping' in v) return { ...v, mapping: undefined };
+  return Object.fromEntries(Object.entries(v).map(([k, child]) => [k, withoutMappings(child)]));
+}
 
 /** Compiled once, from the component schemas of the document the API serves. */
 function validatorOf(operation: BodyOperation): ValidateFunction {
@@ -16,7 +31,8 @@ function validatorOf(operation: BodyOperation): ValidateFunction {
     // verbose: messages read the failing schema (`x-pattern-message`, `x-problem-of-array`, discriminator tags)
     const ajv = new Ajv2020({ strict: false, allErrors: true, verbose: true, discriminator: true });
     addFormats(ajv);
-    ajv.addSchema({ $id: 'hookline', components: doc.components });
+    componentSchemas = (doc.components as { schemas: Record<string, Branch> }).schemas;
+    ajv.addSchema({ $id: 'hookline', components: withoutMappings(doc.components) });
     const components = requestBodyComponents(doc);
     validators = new Map(BODY_OPERATIONS.map((op) => [op, ajv.compile({ $ref: `hookline#/components/schemas/${components[op]}` })]));
   }
@@ -79,8 +95,8 @@ function problemAt(e: ErrorObject): FieldError {
 }
 
 function tagsOf(schema: Record<string, unknown> | undefined): string[] {
-  const branches = (schema?.oneOf ?? []) as { properties?: { type?: { const?: string } } }[];
-  return branches.map((b) => String(b.properties?.type?.const));
+  const branches = (schema?.oneOf ?? []) as Branch[];
+  return branches.map((b) => String((b.$ref ? componentSchemas[b.$ref.replace('#/components/schemas/', '')] : b)?.properties?.type?.const));
 }
 
 /** `b` is `a` or a member or item inside it. */

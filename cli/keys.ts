@@ -7,6 +7,7 @@ import { validateBody } from '../api/validation';
 import { KeyUsage } from '../platform/redis/key-usage';
 import { TENANT_ID_PATTERN } from '../core/ids';
 import { parseScopes, SCOPES } from '../core/scopes';
+import { quotaOf } from '../core/tenants';
 import { ensureTenant, issueApiKey, makeRoomForApiKey, type IssuedKey } from '../platform/config-store/tenants';
 import { CliError, connect, type CliContext } from './connect';
 
@@ -50,7 +51,7 @@ export async function keysCreate(args: KeysCreateArgs): Promise<IssuedKey> {
   try {
     await ensureTenant(ctx.store, args.tenant);
     try {
-      await makeRoomForApiKey(ctx.store, args.tenant, ctx.config.quotas.api_keys);
+      await makeRoomForApiKey(ctx.store, args.tenant, quotaOf(ctx.store.get('tenant', args.tenant, args.tenant), 'api_keys', ctx.config.quotas));
     } catch (err) {
       if (err instanceof AppError) throw new CliError(`tenant ${args.tenant}: ${err.message} (MAX_API_KEYS_PER_TENANT)`);
       throw err;

@@ -10,6 +10,7 @@ export type ErrorSlug =
   | 'permission-denied'
   | 'write-tool-disabled'
   | 'quota-exceeded'
+  | 'tenant-suspended'
   | 'not-found'
   | 'method-not-allowed'
   | 'not-acceptable'
@@ -31,6 +32,7 @@ export const STATUS_OF: Record<ErrorSlug, number> = {
   'permission-denied': 403,
   'write-tool-disabled': 403,
   'quota-exceeded': 403,
+  'tenant-suspended': 403,
   'not-found': 404,
   'method-not-allowed': 405,
   'not-acceptable': 406,
@@ -53,6 +55,7 @@ export const TITLE_OF: Record<ErrorSlug, string> = {
   'permission-denied': 'Permission denied',
   'write-tool-disabled': 'Write tool disabled',
   'quota-exceeded': 'Quota exceeded',
+  'tenant-suspended': 'Tenant suspended',
   'not-found': 'Not found',
   'method-not-allowed': 'Method not allowed',
   'not-acceptable': 'Not acceptable',

@@ -91,3 +91,36 @@ function remoteRefs(schema: unknown, field: string): FieldError[] {
 function memberOf(field: string, pointer: string): string {
   return pointer === '' ? field : `${field}${pointer.split('/').slice(1).map((s) => (/^\d+$/.test(s) ? `[${s}]` : `.${s.replace(/~1/g, '/').replace(/~0/g, '~')}`)).join('')}`;
 }
+
+/**
+ * An example payload of an event type: the schema's first `examples` entry, else one built from
+ * the schema (each property's example, `const`, `default` or first `enum` value, else a value
+ * of its type). What a portal shows beside the schema and sends as a test event.
+ */
+export function exampleOf(schema: unknown, depth = 0): unknown {
+  if (typeof schema !== 'object' || schema === null || depth > 8) return null;
+  const s = schema as Record<string, unknown>;
+  if (Array.isArray(s.examples) && s.examples.length > 0) return s.examples[0];
+  if ('const' in s) return s.const;
+  if ('default' in s) return s.default;
+  if (Array.isArray(s.enum) && s.enum.length > 0) return s.enum[0];
+  for (const k of ['oneOf', 'anyOf', 'allOf'] as const) if (Array.isArray(s[k]) && (s[k] as unknown[]).length > 0) return exampleOf((s[k] as unknown[])[0], depth + 1);
+  const type = Array.isArray(s.type) ? s.type.find((t) => t !== 'null') : s.type;
+  switch (type) {
+    case 'object': {
+      const props = (typeof s.properties === 'object' && s.properties !== null ? s.properties : {}) as Record<string, unknown>;
+      return Object.fromEntries(Object.entries(props).slice(0, 50).map(([k, v]) => [k, exampleOf(v, depth + 1)]));
+    }
+    case 'array':
+      return s.items === undefined ? [] : [exampleOf(s.items, depth + 1)];
+    case 'string':
+      return s.format === 'date-time' ? '2026-01-01T00:00:00Z' : s.format === 'email' ? 'user@example.com' : s.format === 'uri' ? 'https://example.com' : s.format === 'uuid' ? '00000000-0000-4000-8000-000000000000' : 'string';
+    case 'integer':
+    case 'number':
+      return typeof s.minimum === 'number' ? s.minimum : 0;
+    case 'boolean':
+      return true;
+    default:
+      return typeof s.properties === 'object' ? exampleOf({ ...s, type: 'object' }, depth) : null;
+  }
+}

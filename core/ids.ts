@@ -16,6 +16,7 @@ export const ID_PREFIX = {
   replayJob: 'rpl',
   change: 'chg',
   deadLetter: 'dlt',
+  portalSession: 'pss',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIX;

@@ -1,4 +1,5 @@
 import type { Scope } from './scopes';
+import type { TenantLimits, TenantPortal, TenantState } from './tenants';
 
 /**
  * The configuration entities. They live on the compacted config topic (one record per
@@ -9,6 +10,17 @@ export interface Tenant {
   id: string;
   name: string;
   created_at: string;
+  /** Absent on tenants made before tenants were a resource: as created. */
+  updated_at?: string;
+  /** The operator's own labels (plan, account id…), string to string. */
+  metadata?: Record<string, string> | null;
+  /** Absent: `active`. */
+  state?: TenantState;
+  suspended_at?: string | null;
+  /** Limits replacing the deployment's settings for this tenant; null: the settings. */
+  limits?: TenantLimits | null;
+  /** The portal's branding and who may frame it; null: no branding, no framing. */
+  portal?: TenantPortal | null;
 }
 
 export interface ApiKey {

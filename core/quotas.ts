@@ -1,5 +1,6 @@
 import { AppError } from './errors';
-import type { EntityKind } from './model';
+import type { EntityKind, Tenant } from './model';
+import { quotaOf } from './tenants';
 
 /** Objects a tenant may create, each bounded per tenant (`quota` in a quota-exceeded problem). */
 export const QUOTA_KINDS = {
@@ -27,6 +28,8 @@ export const DEFAULT_QUOTAS: Quotas = {
 /** What a quota counts in: the configuration store's list of a tenant's entities. */
 export interface EntityCounter {
   list(kind: EntityKind, tenantId: string): readonly unknown[];
+  /** The tenant, whose own quotas replace the deployment's. */
+  get?(kind: 'tenant', tenantId: string, id: string): Tenant | undefined;
 }
 
 /**
@@ -36,7 +39,7 @@ export interface EntityCounter {
  * creates in flight at once; the next create after them is refused.
  */
 export function checkQuota(store: EntityCounter, tenantId: string, quota: QuotaName, quotas: Quotas = DEFAULT_QUOTAS, adding = 1): void {
-  const limit = quotas[quota];
+  const limit = quotaOf(store.get?.('tenant', tenantId, tenantId), quota, quotas);
   if (store.list(QUOTA_KINDS[quota], tenantId).length + adding > limit) {
     throw new AppError('quota-exceeded', `this tenant may hold at most ${limit} ${quota.replace('_', ' ')}; delete some before creating more`, { quota, limit });
   }

@@ -21,9 +21,20 @@ export const SCOPES = [
   'read:replays',
   'write:replays',
   'read:stats',
+  'read:portal-sessions',
+  'write:portal-sessions',
 ] as const;
 
 export type Scope = (typeof SCOPES)[number];
+
+/**
+ * What a portal session may do when its maker names no scopes: manage destinations and their
+ * subscriptions, read the catalogue, send test events and retry, read deliveries and evidence.
+ */
+export const PORTAL_DEFAULT_SCOPES: readonly Scope[] = ['read:destinations', 'write:destinations', 'read:event-types', 'read:deliveries', 'read:events', 'write:events', 'read:evidence', 'read:payloads', 'read:stats'];
+
+/** Scopes a portal session may never hold: the portal must not make keys, sessions, or Hook URLs. */
+export const NOT_FOR_PORTALS: readonly Scope[] = ['read:keys', 'write:keys', 'read:portal-sessions', 'write:portal-sessions', 'write:ingesters', 'read:ingesters', 'write:flows'];
 
 export function isScope(value: string): value is Scope {
   return (SCOPES as readonly string[]).includes(value);

@@ -333,6 +333,7 @@ export async function startService(config: Config, log = new Logger(config.logLe
       await peers.start();
       const destinations: DestinationPort = {
         get: (kind, tenantId, id) => store.get(kind, tenantId, id),
+        tenant: (id) => store.tenant(id),
         disable: async (d, reason) => {
           // the attempt took time: start from the latest version, and never recreate a deleted one
           const current = store.get('destination', d.tenant_id, d.id) ?? d;
@@ -409,7 +410,7 @@ export async function startService(config: Config, log = new Logger(config.logLe
       ingest = ingestRouter(ingestDeps);
     }
     const evidenceStore = clickhouse && new EvidenceStore(clickhouse, config.clickhouseDatabase);
-    if (clickhouse) services = { store, clickhouse, clickhouseDatabase: config.clickhouseDatabase, claims: new RedisNameClaims(redis, config.topicPrefix), replay: { producer, codec, topics, redis, prefix: config.topicPrefix, config: store, destinations: store },
+    if (clickhouse) services = { store, clickhouse, clickhouseDatabase: config.clickhouseDatabase, maxBodyBytes: config.ingestMaxBodyBytes, claims: new RedisNameClaims(redis, config.topicPrefix), replay: { producer, codec, topics, redis, prefix: config.topicPrefix, config: store, destinations: store },
       publicBaseUrl: resolvePort(config.publicBaseUrl),
       redis,
       redisPrefix: config.topicPrefix,

@@ -3,6 +3,7 @@ import { keyStatus } from '../../core/api-keys';
 import { AppError, notFound, validationError } from '../../core/errors';
 import type { ApiKey } from '../../core/model';
 import { DEFAULT_QUOTAS, type Quotas } from '../../core/quotas';
+import { quotaOf } from '../../core/tenants';
 import type { Scope } from '../../core/scopes';
 import type { ConfigStore } from '../../platform/config-store/config-store';
 import { issueApiKey, makeRoomForApiKey } from '../../platform/config-store/tenants';
@@ -106,7 +107,7 @@ export function apiKeysRouter(store: ConfigStore, usage: KeyUsage | undefined, q
   router.post('/', requireScope('write:keys'), async (req, res) => {
     const caller = authOf(res);
     const input = readCreate(req.body, caller, Date.now());
-    await makeRoomForApiKey(store, caller.tenant_id, quotas.api_keys);
+    await makeRoomForApiKey(store, caller.tenant_id, quotaOf(store.get('tenant', caller.tenant_id, caller.tenant_id), 'api_keys', quotas));
     const issued = await issueApiKey(store, caller.tenant_id, input.scopes, { name: input.name, expiresAt: input.expiresAt, resourceIds: input.resourceIds });
     const stored = store.get('api_key', caller.tenant_id, issued.key_id);
     if (!stored) throw new Error(`the key ${issued.key_id} was written but is not in the store`);

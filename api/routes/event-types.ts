@@ -1,6 +1,6 @@
 import express, { type Router } from 'express';
 import { AppError, notFound, unprocessable } from '../../core/errors';
-import { schemaProblems } from '../../core/event-type-schema';
+import { exampleOf, schemaProblems } from '../../core/event-type-schema';
 import { newId } from '../../core/ids';
 import type { EventType } from '../../core/model';
 import { checkQuota, DEFAULT_QUOTAS, type Quotas } from '../../core/quotas';
@@ -17,7 +17,7 @@ import { validateBody, type BodyCheck } from '../validation';
  */
 
 export function eventTypeView(t: EventType) {
-  return { id: t.id, name: t.name, description: t.description, schema: t.schema, created_at: t.created_at, updated_at: t.updated_at };
+  return { id: t.id, name: t.name, description: t.description, schema: t.schema, example: t.schema ? exampleOf(t.schema) : null, created_at: t.created_at, updated_at: t.updated_at };
 }
 
 interface EventTypeBody {

@@ -1,4 +1,5 @@
-import type { Destination } from '../../core/model';
+import type { Destination, Tenant } from '../../core/model';
+import { isSuspended } from '../../core/tenants';
 import type { Topics } from '../../core/topics';
 import type { DeliveryTask } from '../../platform/avro/records';
 import type { Output } from '../runtime/stage';
@@ -13,7 +14,7 @@ export function holdTask(topics: Topics, task: DeliveryTask, key: string): Outpu
   return { topic: topics.deliveryHeld, key, record: 'DeliveryTask', value: { ...task, slot_at: null } };
 }
 
-/** True when the destination's deliveries are held rather than attempted. */
-export function isHeld(destination: Destination): boolean {
-  return destination.status === 'paused' || destination.status === 'disabled';
+/** True when the destination's deliveries are held rather than attempted: it is paused or disabled, or its tenant is suspended. */
+export function isHeld(destination: Destination, tenant: Tenant | undefined): boolean {
+  return destination.status === 'paused' || destination.status === 'disabled' || isSuspended(tenant);
 }

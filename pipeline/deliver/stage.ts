@@ -1,6 +1,6 @@
 import { blankOutcome } from './outcome';
 import { HOPS_HEADER } from '../../core/hops';
-import type { Destination } from '../../core/model';
+import type { Destination, Tenant } from '../../core/model';
 import { stageIo, type Topics } from '../../core/topics';
 import { signStandardWebhook } from '../../core/signing/standard-webhooks';
 import type { Logger } from '../../core/log';
@@ -31,6 +31,8 @@ import { SPAN_ATTRIBUTES, SpanKind, SpanStatusCode, type Span } from '../../plat
 /** What delivery needs of the configuration. */
 export interface DestinationPort {
   get(kind: 'destination', tenantId: string, id: string): Destination | undefined;
+  /** The tenant: a suspended tenant's deliveries are held like a paused destination's. */
+  tenant?(tenantId: string): Tenant | undefined;
   /**
    * Marks the destination disabled (410 Gone): its versions before and after; undefined when it
    * was deleted, or already disabled, meanwhile.
@@ -340,8 +342,8 @@ export function deliverStage(deps: DeliverDeps): RecordStage<'DeliveryTask'> {
       return { outputs: [], waits: task, delivered: false };
     }
     const destination = deps.destinations.get('destination', task.tenant_id, task.destination_id);
-    if (destination && isHeld(destination)) {
-      log.info(`destination ${destination.status}; delivery held`, fields);
+    if (destination && isHeld(destination, deps.destinations.tenant?.(task.tenant_id))) {
+      log.info(destination.status === 'active' ? 'tenant suspended; delivery held' : `destination ${destination.status}; delivery held`, fields);
       recordDelivery('held');
       span?.setAttribute(SPAN_ATTRIBUTES.outcome, 'held');
       return { outputs: [holdTask(topics, task, key)], delivered: false };

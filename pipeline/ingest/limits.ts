@@ -1,6 +1,8 @@
 import type { RateLimit } from '../../core/rate-limits';
 import { errorMessage, type Logger } from '../../core/log';
 import { withTimeout } from '../../core/timeout';
+import type { Tenant } from '../../core/model';
+import { ingestLimitsOf } from '../../core/tenants';
 
 /** The Redis buckets the limiter leases tokens from (platform/redis/token-leases.ts). */
 export interface TokenSource {
@@ -105,12 +107,14 @@ export class IngestLimiter {
    * `undefined` when the webhook may be accepted, its refusal otherwise; synchronous while the
    * local leases hold tokens (the common case), a promise when they must be refilled.
    */
-  admit(tenantId: string, ingesterId: string): Refusal | undefined | Promise<Refusal | undefined> {
-    if (!this.enabled) return undefined;
+  admit(tenantId: string, ingesterId: string, owner?: Tenant): Refusal | undefined | Promise<Refusal | undefined> {
+    // a tenant's own limits replace the settings for its Hook URLs alone
+    const limits = owner?.limits ? ingestLimitsOf(owner, this.options) : this.options;
+    if (limits.perHook === null && limits.perTenant === null) return undefined;
     const now = Date.now();
     if (now < this.openUntil) return this.letThrough(undefined);
-    const hook = this.options.perHook && this.bucket('hook', ingesterId, this.options.perHook, now);
-    const tenant = this.options.perTenant && this.bucket('tenant', tenantId, this.options.perTenant, now);
+    const hook = limits.perHook && this.bucket('hook', ingesterId, limits.perHook, now);
+    const tenant = limits.perTenant && this.bucket('tenant', tenantId, limits.perTenant, now);
     const first = this.tryTake(hook, tenant, now);
     if (first !== 'refill') return first === undefined ? undefined : this.refused(first, tenantId, ingesterId, now);
     return this.admitAfterRefill(hook, tenant, tenantId, ingesterId);
@@ -236,6 +240,12 @@ export class IngestLimiter {
   private bucket(scope: 'hook' | 'tenant', ownerId: string, limit: RateLimit, now: number): Bucket {
     const buckets = scope === 'hook' ? this.hooks : this.tenants;
     let b = buckets.get(ownerId);
+    if (b && (b.limit.limit !== limit.limit || b.limit.windowSeconds !== limit.windowSeconds)) {
+      // the tenant's limit changed: the Redis bucket counts on under the new limit
+      b.limit = limit;
+      b.lease = leaseOf(limit);
+      b.deniedUntil = 0;
+    }
     if (!b) {
       b = { scope, key: `${this.options.prefix}ingest-limit:${scope}:${ownerId}`, limit, lease: leaseOf(limit), tokens: 0, deniedUntil: 0, retryAt: now, resetAt: now, pending: undefined, usedAt: now };
       buckets.set(ownerId, b);

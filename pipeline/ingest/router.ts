@@ -1,9 +1,10 @@
-import express, { type Request, type Response, type NextFunction, type Router } from 'express';
+import express, { type Request, type RequestHandler, type Response, type NextFunction, type Router } from 'express';
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import { AppError, unprocessable } from '../../core/errors';
 import { HOPS_HEADER, hopsOf } from '../../core/hops';
 import { newId } from '../../core/ids';
-import type { Ingester } from '../../core/model';
+import type { Ingester, Tenant } from '../../core/model';
+import { isSuspended, maxBodyBytesOf } from '../../core/tenants';
 import { webhookKey } from '../../core/record-keys';
 import type { Topics } from '../../core/topics';
 import type { Logger } from '../../core/log';
@@ -21,6 +22,8 @@ import { beginTrace, endSpan, SPAN_ATTRIBUTES, SpanKind } from '../../platform/t
 
 export interface IngesterFinder {
   find(kind: 'ingester', id: string): Ingester | undefined;
+  /** The ingester's tenant: suspended, or with limits of its own. */
+  tenant?(tenantId: string): Tenant | undefined;
   /** Catches up with configuration written elsewhere (a just-created ingester). */
   sync(): Promise<void>;
   /** The configuration version this process has applied: the stages wait for it before deciding. */
@@ -163,6 +166,8 @@ export function refusalReasonOf(err: unknown): IngestRefusal {
       return 'too_large';
     case 404:
       return 'unknown_hook';
+    case 403:
+      return 'suspended';
     case 422:
       return 'too_many_hops';
     case 400:
@@ -182,9 +187,15 @@ export function refusalReasonOf(err: unknown): IngestRefusal {
  */
 export function ingestRouter(deps: IngestDeps): Router {
   const router = express.Router();
-  const body = express.raw({ type: () => true, limit: deps.maxBodyBytes });
+  // one body parser per size limit in use: the deployment's, and those tenants have of their own
+  const parsers = new Map<number, RequestHandler>();
+  const parserOf = (limit: number): RequestHandler => {
+    let parser = parsers.get(limit);
+    if (!parser) parsers.set(limit, (parser = express.raw({ type: () => true, limit })));
+    return parser;
+  };
 
-  router.post('/v1/hooks/:ingesterId', body, async (req: Request, res: Response, next: NextFunction) => {
+  router.post('/v1/hooks/:ingesterId', async (req: Request, res: Response, next: NextFunction) => {
     try {
       const ingesterId = String(req.params.ingesterId);
       let ingester = deps.config.find('ingester', ingesterId);
@@ -193,7 +204,10 @@ export function ingestRouter(deps: IngestDeps): Router {
         ingester = deps.config.find('ingester', ingesterId);
       }
       if (!ingester) throw new AppError('not-found', `no ingester ${ingesterId}`);
-      const refusal = await deps.limiter?.admit(ingester.tenant_id, ingester.id);
+      const tenant = deps.config.tenant?.(ingester.tenant_id);
+      if (isSuspended(tenant)) throw new AppError('tenant-suspended', `the tenant ${ingester.tenant_id} is suspended; its Hook URLs accept nothing until it is resumed`);
+      await new Promise<void>((resolve, reject) => parserOf(maxBodyBytesOf(tenant, deps.maxBodyBytes))(req, res, (err?: unknown) => (err ? reject(err as Error) : resolve())));
+      const refusal = await deps.limiter?.admit(ingester.tenant_id, ingester.id, tenant);
       if (refusal) throw refusalError(res, refusal);
       const payload: Buffer = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
       const requestId = res.getHeader('x-request-id');
@@ -240,8 +254,11 @@ export function hookFastPath(
     if (!PLAIN_ID.test(id)) return fallback(req, res);
     const ingester = d.config.find('ingester', id);
     if (!ingester) return fallback(req, res);
+    const tenant = d.config.tenant?.(ingester.tenant_id);
+    if (isSuspended(tenant)) return fallback(req, res);
+    const maxBodyBytes = tenant?.limits ? maxBodyBytesOf(tenant, d.maxBodyBytes) : d.maxBodyBytes;
     const declared = req.headers['content-length'];
-    if (declared !== undefined && !(Number(declared) <= d.maxBodyBytes)) return fallback(req, res);
+    if (declared !== undefined && !(Number(declared) <= maxBodyBytes)) return fallback(req, res);
 
     const requestId = newId('request');
     res.setHeader('x-request-id', requestId);
@@ -253,7 +270,7 @@ export function hookFastPath(
     req.on('data', (chunk: Buffer) => {
       if (refused) return;
       size += chunk.length;
-      if (size > d.maxBodyBytes) {
+      if (size > maxBodyBytes) {
         // a chunked body that outgrows the limit is read to its end and dropped, then refused
         // (as the router does): answering mid-body would race the sender's writes
         refused = true;
@@ -279,7 +296,7 @@ export function hookFastPath(
           (err: unknown) => fail(err, req, res, requestId),
         );
       // synchronous while this process holds leased tokens: no promise on the common path
-      const decision = d.limiter?.admit(ingester.tenant_id, ingester.id);
+      const decision = d.limiter?.admit(ingester.tenant_id, ingester.id, tenant);
       if (decision === undefined) return void accept();
       if (!(decision instanceof Promise)) return fail(refusalError(res, decision), req, res, requestId);
       decision.then(

@@ -1,6 +1,7 @@
 import { blankOutcome } from '../deliver/outcome';
 import type { KafkaMessage } from 'kafkajs';
-import type { Destination, Entity } from '../../core/model';
+import type { Destination, Entity, Tenant } from '../../core/model';
+import { isSuspended } from '../../core/tenants';
 import { eventKey, keptKey } from '../../core/record-keys';
 import { consumerSpec, type Topics } from '../../core/topics';
 import { errorMessage } from '../../core/log';
@@ -16,6 +17,8 @@ import { endSpan, recordSpanAttributes, SPAN_ATTRIBUTES, SpanKind, spanTrace, st
 /** What release needs of the configuration: destinations, and word when one changes. */
 export interface ReleaseConfig {
   get(kind: 'destination', tenantId: string, id: string): Destination | undefined;
+  tenant(tenantId: string): Tenant | undefined;
+  list(kind: 'destination', tenantId: string): readonly Destination[];
   onChange(listener: (entity: Entity, deleted: boolean) => void): () => void;
 }
 
@@ -107,7 +110,7 @@ export async function runRelease(topics: Topics, config: ReleaseConfig, deps: Ru
   const statusOf = (task: DeliveryTask): 'active' | 'held' | 'gone' => {
     const d = config.get('destination', task.tenant_id, task.destination_id);
     if (!d) return 'gone';
-    return isHeld(d) ? 'held' : 'active';
+    return isHeld(d, config.tenant(d.tenant_id)) ? 'held' : 'active';
   };
 
   // back under the key it was held with: an ordered destination's tasks return to its partition in order
@@ -196,7 +199,7 @@ export async function runRelease(topics: Topics, config: ReleaseConfig, deps: Ru
 
   /** A destination active again (or deleted): its held range is read again in every partition that holds some. */
   const onDestination = (destination: Destination, deleted: boolean) => {
-    if (!deleted && isHeld(destination)) return;
+    if (!deleted && isHeld(destination, config.tenant(destination.tenant_id))) return;
     for (const [partition, st] of states) {
       if (!st.firstHeld.has(destination.id)) continue;
       void inTurn(st, async () => {
@@ -214,6 +217,8 @@ export async function runRelease(topics: Topics, config: ReleaseConfig, deps: Ru
   };
   const unsubscribe = config.onChange((entity, deleted) => {
     if (entity.kind === 'destination') onDestination(entity, deleted);
+    // a tenant resumed: each of its destinations that is active is released like one resumed
+    else if (entity.kind === 'tenant' && !deleted && !isSuspended(entity)) for (const d of config.list('destination', entity.id)) onDestination(d, false);
   });
 
   const running = await consume(

@@ -1,5 +1,5 @@
 import type { Kafka, Producer } from 'kafkajs';
-import { entityKey, isFinal, type Entity, type EntityKind } from '../../core/model';
+import { entityKey, isFinal, type Entity, type EntityKind, type Tenant } from '../../core/model';
 import { SecretDecryptError } from '../../core/secrets/envelope';
 import { openEntity, sealEntity, sealingOf } from '../../core/secrets/entity-secrets';
 import type { Keyring } from '../../core/secrets/keyring';
@@ -112,6 +112,11 @@ export class ConfigStore {
   }
 
   /** Calls `listener` for every entity applied from now on. */
+  /** A tenant by its id (tenants are keyed by their own id). */
+  tenant(id: string): Tenant | undefined {
+    return this.get('tenant', id, id);
+  }
+
   onChange(listener: (entity: Entity, deleted: boolean) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);

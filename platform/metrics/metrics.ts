@@ -41,7 +41,7 @@ export const DELIVERY_OUTCOMES = [
 export type DeliveryOutcomeLabel = (typeof DELIVERY_OUTCOMES)[number];
 
 /** Why a Hook URL refused a webhook, from the status it answered. */
-export const INGEST_REFUSALS = ['rate_limited', 'too_large', 'unknown_hook', 'too_many_hops', 'invalid', 'unavailable', 'error'] as const;
+export const INGEST_REFUSALS = ['rate_limited', 'too_large', 'unknown_hook', 'suspended', 'too_many_hops', 'invalid', 'unavailable', 'error'] as const;
 export type IngestRefusal = (typeof INGEST_REFUSALS)[number];
 
 const deliveries = new Counter({

@@ -116,3 +116,54 @@ export async function queueReplays(deps: Omit<ReplayDeps, 'redis' | 'prefix'>, t
   }
   for (const e of encoded) if (e.span) endSpan(e.span);
 }
+
+/**
+ * Queues a test event to one destination: a new event (its own id) with its `received`
+ * transition, and one delivery of it, both acknowledged by every in-sync replica before this
+ * returns. The delivery is made, retried, recorded and proved like any other; only the event's
+ * body is not stored as a received webhook's is (no Hook URL took it).
+ */
+export async function queueTestEvent(deps: Omit<ReplayDeps, 'redis' | 'prefix'>, input: { tenantId: string; destination: Destination; body: Buffer; contentType: string; reason: string }): Promise<DeliveryTask> {
+  const now = Date.now();
+  const task: DeliveryTask = {
+    delivery_id: newId('delivery', now),
+    event_id: newId('event', now),
+    tenant_id: input.tenantId,
+    ingester_id: TEST_EVENT_INGESTER,
+    destination_id: input.destination.id,
+    correlation_id: newId('correlation', now),
+    attempt: 1,
+    not_before: now,
+    received_at: now,
+    content_type: input.contentType,
+    body: input.body,
+    replay_of: null,
+    hops: 0,
+  };
+  const received: EventTransition = { event_id: task.event_id, tenant_id: task.tenant_id, ingester_id: task.ingester_id, state: 'received', at: now, correlation_id: task.correlation_id, reason: input.reason, delivery_id: task.delivery_id, destination_id: task.destination_id };
+  const { trace, span } = beginTrace('hookline.test_event', SpanKind.PRODUCER, undefined, () => ({
+    [SPAN_ATTRIBUTES.tenantId]: task.tenant_id,
+    [SPAN_ATTRIBUTES.eventId]: task.event_id,
+    [SPAN_ATTRIBUTES.deliveryId]: task.delivery_id,
+    [SPAN_ATTRIBUTES.destinationId]: task.destination_id,
+  }));
+  const headers = { [CONFIG_VERSION_HEADER]: deps.config.version.toString(), ...trace };
+  try {
+    const [taskValue, transitionValue] = await Promise.all([deps.codec.encode(deps.topics.deliveryRequested, 'DeliveryTask', task), deps.codec.encode(deps.topics.transitions, 'EventTransition', received)]);
+    await deps.producer.sendBatch({
+      acks: -1,
+      topicMessages: [
+        { topic: deps.topics.transitions, messages: [{ key: eventKey(task), value: transitionValue, headers }] },
+        { topic: deps.topics.deliveryRequested, messages: [{ key: deliveryKey(task, input.destination), value: taskValue, headers }] },
+      ],
+    });
+  } catch (err) {
+    if (span) endSpan(span, err);
+    throw err;
+  }
+  if (span) endSpan(span);
+  return task;
+}
+
+/** The ingester id a test event carries: no Hook URL received it. */
+export const TEST_EVENT_INGESTER = 'test-event';

@@ -5,6 +5,7 @@ import type { ClickHouseClient } from '@clickhouse/client';
 import { loadConfig, type Config } from '../../core/config';
 import { Logger } from '../../core/log';
 import { SCOPES, type Scope } from '../../core/scopes';
+import { OPERATOR_TENANT } from '../../core/tenants';
 import { ensureTenant, issueApiKey } from '../../platform/config-store/tenants';
 import { startService, type RunningService } from '../../service/service';
 import { uniqueSuffix } from './ids';
@@ -21,6 +22,8 @@ export interface TestService {
   /** Calls the API as the test tenant (or with another key). */
   api(method: string, pathname: string, body?: unknown, options?: { key?: string | null; headers?: Record<string, string> }): Promise<{ status: number; headers: Headers; body: any }>;
   newKey(scopes: Scope[], options?: { tenantId?: string; resourceIds?: string[] }): Promise<string>;
+  /** A new operator key (what `keys create --operator` makes on the service's host). */
+  operatorKey(): Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -83,6 +86,9 @@ export async function startTestService(env: Record<string, string> = {}): Promis
       const t = options.tenantId ?? tenantId;
       await ensureTenant(service.store, t);
       return (await issueApiKey(service.store, t, scopes, { resourceIds: options.resourceIds ?? null })).api_key;
+    },
+    async operatorKey() {
+      return (await issueApiKey(service.store, OPERATOR_TENANT, [], { name: 'operator' })).api_key;
     },
     async stop() {
       await service.stop();
