@@ -222,7 +222,7 @@ export function createApp(options: ApiOptions): Express {
           res.locals.disabledWriteGroups = disabled;
           next();
         });
-        sessions.use(commonOf(s, [authenticate(inProcessOf(s).lookup(), onUse(s)), requireTenantOrOperator((id) => s.store.tenant(id) !== undefined)]));
+        sessions.use(commonOf(s, [authenticate(inProcessOf(s).lookup(), onUse(s), portalLookup(portalOf(s))), requireTenantOrOperator((id) => s.store.tenant(id) !== undefined)]));
         sessions.use(portalSessionsRouter(s.store, portalOf(s), { publicBaseUrl: () => s.publicBaseUrl }));
         return sessions;
       }),

@@ -34,6 +34,8 @@ export interface NewPortalSession {
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
 /** 256 random bits, URL-safe. */
 const secret = (prefix: string) => `${prefix}${randomBytes(32).toString('base64url')}`;
+/** A day: no session lasts longer. */
+const INDEX_TTL_MS = 86_400_000;
 const CODE_PATTERN = /^hlc_[A-Za-z0-9_-]{43}$/;
 const TOKEN_PATTERN = /^hls_[A-Za-z0-9_-]{43}$/;
 
@@ -66,7 +68,8 @@ export class PortalSessions {
       .set(this.key('session', session.id), JSON.stringify(session), 'PX', input.sessionMs)
       .set(this.key('link', sha256(code)), session.id, 'PX', input.linkMs)
       .zadd(this.key('tenant', input.tenantId), now + input.sessionMs, session.id)
-      .pexpire(this.key('tenant', input.tenantId), input.sessionMs)
+      // the index outlives its longest session; expired entries are dropped by score when listed
+      .pexpire(this.key('tenant', input.tenantId), INDEX_TTL_MS)
       .exec();
     return { session, code };
   }

@@ -12,7 +12,7 @@ import { waitForStates } from '../support/flow';
 /**
  * Tenant A, holding a key with every scope, walks every REST operation of the OpenAPI document,
  * every MCP tool, resource and prompt, and the CLI commands that take ids, aimed at tenant B's
- * objects. Nothing of B may be reached (never a success) and nothing of B may be seen: no B
+ * objects; A's portal session (its cookie, no key) walks every REST operation again. Nothing of B may be reached (never a success) and nothing of B may be seen: no B
  * identifier, name, URL or secret in any status line, header or body. The walk is driven by the
  * document and the tools list, so an operation added later is walked without an edit here; an
  * id parameter the walk cannot fill fails the test loudly.
@@ -86,8 +86,11 @@ describe('tenant isolation matrix', () => {
     if (leaked.length > 0) throw new Error(`${where} discloses ${leaked.join(', ')} of tenant B:\n${answer.slice(0, 2000)}`);
   }
 
-  async function raw(method: string, path: string, body?: unknown, key = keyA) {
-    const headers: Record<string, string> = { authorization: `Bearer ${key}` };
+  /** How the walk's requests authenticate: A's API key, or A's portal session (cookie and header). */
+  let credential: { key: string } | { cookie: string } = { key: '' };
+  let portalCookieA = '';
+  async function raw(method: string, path: string, body?: unknown) {
+    const headers: Record<string, string> = 'key' in credential ? { authorization: `Bearer ${credential.key || keyA}` } : { cookie: `hookline_portal=${credential.cookie}`, 'x-hookline-portal': '1' };
     if (body !== undefined) headers['content-type'] = 'application/json';
     const res = await fetch(`${svc.url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
     const text = await res.text();
@@ -212,9 +215,21 @@ describe('tenant isolation matrix', () => {
     b.deadLetter = [letterB.id];
     secretsOfB.push(`${tag} B lettered`, `${tag}-dead-letter-b`, `${tag}-gh-lettered`);
 
-    // tenant A: its own objects beside
+    // a portal session of B, whose link code A must never see
+    const sessionB = await asB('POST', '/portal-sessions', {});
+    expect(sessionB.status).toBe(201);
+    b.portalSession = [sessionB.body.id];
+    secretsOfB.push(String(sessionB.body.url).split('#portal=')[1]!);
+
+    // tenant A: its own objects beside, and a portal session with every scope a portal may hold
     const own = await svc.api('POST', `/v1/tenants/${svc.tenantId}/destinations`, { name: 'A own', url: `${ok.url}/a` });
     expect(own.status).toBe(201);
+    const portalScopes = ['read:destinations', 'write:destinations', 'read:flows', 'read:deliveries', 'read:events', 'write:events', 'read:evidence', 'read:logs', 'read:payloads', 'write:payloads', 'read:operations', 'read:event-types', 'write:event-types', 'read:replays', 'write:replays', 'read:stats'];
+    const sessionA = await svc.api('POST', `/v1/tenants/${svc.tenantId}/portal-sessions`, { scopes: portalScopes });
+    expect(sessionA.status).toBe(201);
+    const opened = await fetch(`${svc.url}/v1/portal/session`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ code: String(sessionA.body.url).split('#portal=')[1] }) });
+    expect(opened.status).toBe(200);
+    portalCookieA = /hookline_portal=([^;]+)/.exec(opened.headers.get('set-cookie') ?? '')![1]!;
     Object.assign(doc, (await svc.api('GET', '/v1/openapi.json')).body);
   }, 180_000);
 
@@ -261,6 +276,18 @@ describe('tenant isolation matrix', () => {
   }
 
   it('REST: every operation of the document refuses B and discloses nothing of B', async () => {
+    credential = { key: keyA };
+    await walkRest();
+  }, 120_000);
+
+  it("REST in A's portal session: every operation refuses B and discloses nothing of B", async () => {
+    credential = { cookie: portalCookieA };
+    // the session works: A's own tenant answers
+    expect((await raw('GET', `/v1/tenants/${svc.tenantId}/destinations`)).status).toBe(200);
+    await walkRest();
+  }, 120_000);
+
+  async function walkRest(): Promise<void> {
     const deref = (s: Json): Json => {
       let out = s;
       while (out && typeof out.$ref === 'string') out = out.$ref.replace(/^#\//, '').split('/').reduce((o: Json, k: string) => o[k], doc);
@@ -275,6 +302,8 @@ describe('tenant isolation matrix', () => {
         const opName = `${method.toUpperCase()} ${template}`;
         // the MCP transport itself is walked through the SDK client below
         if (template === '/v1/mcp' && method !== 'get') continue;
+        // signing out would end the session the walk goes on with; the key's walk covers it
+        if ('cookie' in credential && template === '/v1/portal/session') continue;
         const params = [...((item.parameters ?? []) as Json[]), ...((op.parameters ?? []) as Json[])].map(deref);
         const pathParams = params.filter((p) => p.in === 'path').map((p) => String(p.name));
         // every combination: tenant A's and B's tenant path, each B object of the named kind
@@ -309,6 +338,11 @@ describe('tenant isolation matrix', () => {
             expectNoLeak(where, `${path} ${JSON.stringify(body ?? '')}`, res.all);
             // the public ingress accepts webhooks for any Hook URL by design; it only must not tell anything
             if (isPublic) continue;
+            // the operators' routes: no tenant's credential passes, whichever tenant the path names
+            if (op['x-operator'] === true) {
+              if (res.status < 400) throw new Error(`${where}: ${res.status}, a success with a tenant's credential`);
+              continue;
+            }
             if (path.includes(`/tenants/${encodeURIComponent(tenantB())}`)) {
               if (res.status !== 404) throw new Error(`${where}: ${res.status} instead of 404\n${res.text.slice(0, 500)}`);
               continue;
@@ -326,7 +360,7 @@ describe('tenant isolation matrix', () => {
         exercised.add(opName);
       }
     }
-  }, 120_000);
+  }
 
   it('MCP: every tool, resource and prompt refuses B and discloses nothing of B', async () => {
     const client = await connect(svc.url, keyA);
