@@ -9,7 +9,7 @@ import { AppError } from '../../core/errors';
 import { problemBody } from '../problem';
 import { errorMessage, type Logger } from '../../core/log';
 import type { ApiKey } from '../../core/model';
-import { authOf } from '../auth';
+import { authOf, isOperator } from '../auth';
 import { TOOLS, ToolProblem, type ToolDeps, type ToolSpec } from './tools';
 
 type Json = Record<string, unknown>;
@@ -24,25 +24,28 @@ export interface ListedTool {
 
 /**
  * A schema of the OpenAPI components made self-contained: every component it refers to,
- * directly or not, goes into its `$defs`, and the references point there.
+ * directly or not, goes into its `$defs`, and the references point there (a `$ref`, and the
+ * targets of a discriminator's `mapping`).
  */
 function selfContained(components: Record<string, Json>, root: Json): Json {
   const defs: Record<string, unknown> = {};
+  const isComponent = (ref: unknown): ref is string => typeof ref === 'string' && ref.startsWith('#/components/schemas/');
+  const pointTo = (ref: string): string => {
+    const name = ref.slice('#/components/schemas/'.length);
+    if (!(name in defs)) {
+      defs[name] = {};
+      defs[name] = rewrite(components[name]);
+    }
+    return `#/$defs/${name}`;
+  };
   const rewrite = (v: unknown): unknown => {
     if (Array.isArray(v)) return v.map(rewrite);
     if (typeof v !== 'object' || v === null) return v;
     const out: Json = {};
     for (const [k, child] of Object.entries(v as Json)) {
-      if (k === '$ref' && typeof child === 'string' && child.startsWith('#/components/schemas/')) {
-        const name = child.slice('#/components/schemas/'.length);
-        if (!(name in defs)) {
-          defs[name] = {};
-          defs[name] = rewrite(components[name]);
-        }
-        out[k] = `#/$defs/${name}`;
-      } else {
-        out[k] = rewrite(child);
-      }
+      if (k === '$ref' && isComponent(child)) out[k] = pointTo(child);
+      else if (k === 'mapping' && typeof child === 'object' && child !== null) out[k] = Object.fromEntries(Object.entries(child).map(([tag, ref]) => [tag, isComponent(ref) ? pointTo(ref) : rewrite(ref)]));
+      else out[k] = rewrite(child);
     }
     return out;
   };
@@ -88,7 +91,12 @@ export interface McpOptions {
   log: Logger;
 }
 
-const mayCall = (key: ApiKey, tool: ToolSpec) => tool.scope === null || key.scopes.includes(tool.scope);
+/** Tenant keys call the tenants' tools within their scopes; operator keys call the operators' tools, and the portal tools on a tenant's behalf. */
+const mayCall = (key: ApiKey, tool: ToolSpec) => {
+  const audience = tool.audience ?? 'tenant';
+  if (isOperator(key)) return audience !== 'tenant';
+  return audience !== 'operator' && (tool.scope === null || key.scopes.includes(tool.scope));
+};
 
 /** The MCP server of one request (stateless Streamable HTTP): the tools this key may call and that are enabled. */
 function mcpServer(options: McpOptions, key: ApiKey, authorization: string, requestId: string): Server {
@@ -181,6 +189,7 @@ export function mcpHandler(options: McpOptions): RequestHandler {
         return next(new AppError('write-tool-disabled', `the tool ${tool.spec.name} is in the write group ${tool.spec.group}, which is disabled on this deployment`, { tool_group: tool.spec.group }));
       }
       if (!mayCall(key, tool.spec)) {
+        if (tool.spec.scope === null || isOperator(key)) return next(new AppError('permission-denied', `the tool ${tool.spec.name} is for ${isOperator(key) ? 'tenant' : 'operator'} keys`, { resource_id: tool.spec.name }));
         return next(new AppError('insufficient-scope', `the tool ${tool.spec.name} needs the scope ${tool.spec.scope}`, { required_scope: tool.spec.scope }));
       }
     }

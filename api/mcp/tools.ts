@@ -10,6 +10,7 @@ import type { InProcessApi } from './probe';
 import { eventTypeTools } from './event-type-tools';
 import { dashboardTools } from './dashboard-tools';
 import { deadLetterTools } from './dead-letter-tools';
+import { tenantTools } from './tenant-tools';
 
 type Json = Record<string, unknown>;
 
@@ -33,8 +34,10 @@ export interface ToolSpec {
   description: string;
   /** The scope a key needs to call the tool; null: any valid key. */
   scope: Scope | null;
-  /** `read`, or the write group (write scope) that configuration can disable. */
-  group: 'read' | Scope;
+  /** `read`, or the write group (write scope) that configuration can disable; `operator` for the operators' writes. */
+  group: 'read' | Scope | 'operator';
+  /** Who may call it: tenant keys (default), operator keys only, or both (an operator on a tenant's behalf). */
+  audience?: 'tenant' | 'operator' | 'both';
   /** Components of the OpenAPI document the input is built from (body schema) and the output is. */
   input: { body?: string; properties?: Json; required?: string[] };
   output: string;
@@ -367,6 +370,7 @@ export const TOOLS: ToolSpec[] = [
   ...eventTypeTools({ rest, tenantPath, bodyOf, deleteRun, id, idempotencyKey, limit, cursor }),
   ...dashboardTools({ rest, tenantPath, id }),
   ...deadLetterTools({ rest, tenantPath, id, idempotencyKey, limit, cursor }),
+  ...tenantTools({ rest, tenantPath, bodyOf, id, idempotencyKey, limit, cursor }),
 ];
 
 function proofList(proofs: Awaited<ReturnType<Operations['runtimeProofs']>>, ids: unknown): Json {

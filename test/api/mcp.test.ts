@@ -113,11 +113,12 @@ describe('MCP endpoint', () => {
   });
 
   it('lists every enabled tool with input and output schemas, and leaves out a disabled write group', async () => {
-    expect(tools.map((t) => t.name).sort()).toEqual(TOOLS.map((t) => t.name).sort());
+    const tenants = TOOLS.filter((t) => (t.audience ?? 'tenant') !== 'operator');
+    expect(tools.map((t) => t.name).sort()).toEqual(tenants.map((t) => t.name).sort());
     const limited = await connect(disabledUrl, svc.apiKey);
     try {
       const names = (await limited.listTools()).tools.map((t) => t.name).sort();
-      expect(names).toEqual(TOOLS.filter((t) => t.group !== 'write:payloads').map((t) => t.name).sort());
+      expect(names).toEqual(tenants.filter((t) => t.group !== 'write:payloads').map((t) => t.name).sort());
       expect(names).not.toContain('create_saved_payload');
     } finally {
       await limited.close();
@@ -450,6 +451,43 @@ describe('MCP endpoint', () => {
     expect(problemOf(await call('update_event_type', { event_type_id: created.id, name: 'mcp.renamed' }))).toMatchObject({ status: 422 });
     expect(await ok('delete_event_type', { event_type_id: created.id })).toEqual({ deleted: true, id: created.id });
     expect(problemOf(await call('get_event_type', { event_type_id: created.id }))).toMatchObject({ status: 404 });
+  });
+
+  it('tenant and portal tools: an operator manages tenants and their portal links; a tenant sends a test event', async () => {
+    const operatorKey = await svc.operatorKey();
+    const op = await connect(svc.url, operatorKey);
+    try {
+      const opTools = (await op.listTools()).tools;
+      expect(opTools.map((t) => t.name).sort()).toEqual(TOOLS.filter((t) => t.audience === 'operator' || t.audience === 'both').map((t) => t.name).sort());
+      const okAs = async (name: string, args: Json): Promise<Json> => {
+        const result = (await op.callTool({ name, arguments: args })) as { isError?: boolean; structuredContent?: Json; content: { text: string }[] };
+        if (result.isError) throw new Error(`${name} failed: ${result.content[0]?.text}`);
+        const validate = ajv.compile(opTools.find((t) => t.name === name)!.outputSchema!);
+        if (!validate(result.structuredContent)) throw new Error(`${name}: ${ajv.errorsText(validate.errors)}`);
+        succeeded.add(name);
+        return result.structuredContent as Json;
+      };
+      const id = `mcp-${svc.tenantId}`.slice(0, 63);
+      expect(await okAs('create_tenant', { id, name: 'Made by MCP', idempotency_key: 'mcp-tenant-1' })).toMatchObject({ id, state: 'active' });
+      expect((await okAs('list_tenants', { limit: 200 })).tenants.map((t: Json) => t.id)).toContain(id);
+      expect(await okAs('update_tenant', { tenant_id: id, state: 'suspended' })).toMatchObject({ state: 'suspended' });
+      expect(await okAs('get_tenant', { tenant_id: id })).toMatchObject({ state: 'suspended', name: 'Made by MCP' });
+      const link = await okAs('create_portal_session', { tenant_id: id, scopes: ['read:deliveries'] });
+      expect(link.url).toContain('#portal=hlc_');
+      expect((await okAs('list_portal_sessions', { tenant_id: id })).portal_sessions.map((p: Json) => p.id)).toEqual([link.id]);
+      expect(await okAs('revoke_portal_session', { tenant_id: id, portal_session_id: link.id })).toEqual({ deleted: true, id: link.id });
+    } finally {
+      await op.close();
+    }
+    // a tenant's key: its own portal links and test events, never the operators' tools
+    const own = await ok('create_portal_session', { scopes: ['read:destinations'] });
+    expect(own.tenant_id).toBe(svc.tenantId);
+    expect((await ok('list_portal_sessions')).portal_sessions.map((p: Json) => p.id)).toContain(own.id);
+    expect(await ok('revoke_portal_session', { portal_session_id: own.id })).toEqual({ deleted: true, id: own.id });
+    const sent = await ok('send_test_event', { destination_id: destinationId, payload: { from: 'mcp' } });
+    expect(sent).toMatchObject({ destination_id: destinationId, status: 'queued', delivery_id: expect.stringMatching(/^dlv_/) });
+    const refused = await rpc(svc.url, svc.apiKey, { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'list_tenants', arguments: {} } });
+    expect(refused.status).toBe(403);
   });
 
   it('called every tool successfully, each result valid under its output schema', () => {
