@@ -40,6 +40,10 @@ import { replaysRouter } from '../../api/routes/replays';
 import { ReplayMatches } from '../../platform/replay/job-matches';
 import { statsRouter } from '../../api/routes/stats';
 import { meRouter } from '../../api/routes/me';
+import { tenantsRouter } from '../../api/routes/tenants';
+import { portalExchangeRouter, portalSessionsRouter } from '../../api/routes/portal-sessions';
+import { destinationTestEventsRouter } from '../../api/routes/destination-test-events';
+import { PortalSessions } from '../../platform/redis/portal-sessions';
 import { healthProbe } from '../../service/health';
 import { buildInfo } from '../../service/service';
 import { startReceiver, type Receiver } from '../support/receiver';
@@ -72,6 +76,7 @@ const MISSING: Record<string, string> = {
   replay_id: `rpl_${ULID}`,
   event_type_id: `etp_${ULID}`,
   dead_letter_id: `dlt_${ULID}`,
+  portal_session_id: `pss_${ULID}`,
 };
 
 interface Answer {
@@ -296,6 +301,8 @@ describe('OpenAPI document', () => {
   let locked: Served;
   let lockedRedis: Redis;
   let lockedUrl: string | undefined;
+  /** A portal session in the locked instance's Redis namespace, for its reads. */
+  let lockedSessionId = '';
   let lockedServices: ApiServices;
   let doc: Json;
   let conf: Conformance;
@@ -361,7 +368,8 @@ describe('OpenAPI document', () => {
     return a.body;
   };
   const fields = (a: Answer) => ((bodyOf(a).errors as { field: string }[]) ?? []).map((e) => e.field);
-  const tenantOperations = () => [...conf.operations.values()].filter((o) => o.path.startsWith('/v1/tenants/'));
+  const tenantOperations = () => [...conf.operations.values()].filter((o) => o.path.startsWith('/v1/tenants/') && o.op['x-operator'] !== true);
+  const operatorOperations = () => [...conf.operations.values()].filter((o) => o.op['x-operator'] === true);
   const isWrite = (o: Operation) => o.method !== 'get';
   const missingParams = (o: Operation): Record<string, string> => {
     const params: Record<string, string> = {};
@@ -388,6 +396,7 @@ describe('OpenAPI document', () => {
     // an instance over the same state with every write group disabled and one request per route and key
     lockedRedis = new Redis(svc.config.redisUrl!);
     const prefix = `${svc.config.topicPrefix}locked.`;
+    lockedSessionId = (await new PortalSessions(lockedRedis, prefix).create({ tenantId: svc.tenantId, scopes: ['read:deliveries'], destinationIds: null, linkMs: 60_000, sessionMs: 600_000, max: 10 }))!.session.id;
     const services: ApiServices = (lockedServices = {
       ...svc.service.apiServices!,
       store: svc.service.store,
@@ -494,7 +503,14 @@ describe('OpenAPI document', () => {
         }
         // security: tenant routes need the bearer scheme with exactly the scope the route checks
         const security = op.security as Json[];
-        if (path.startsWith('/v1/tenants/')) {
+        if (op['x-operator'] === true) {
+          // the operators' routes: an operator key, no scope
+          expect(path === '/v1/tenants' || path === '/v1/tenants/{tenant_id}').toBe(true);
+          expect(security).toEqual([{ bearerAuth: [] }]);
+          expect(op['x-required-scope']).toBeUndefined();
+          expect(Object.keys(responses)).toEqual(expect.arrayContaining(['400', '401', '403', '429', '503']));
+          if (method !== 'get') expect(((op.parameters as Json[]) ?? []).map((p) => p.$ref)).toContain('#/components/parameters/IdempotencyKey');
+        } else if (path.startsWith('/v1/tenants/')) {
           expect(SCOPES).toContain(op['x-required-scope']);
           expect(security).toEqual([{ bearerAuth: [op['x-required-scope']] }]);
           expect(Object.keys(securitySchemes)).toContain('bearerAuth');
@@ -513,7 +529,7 @@ describe('OpenAPI document', () => {
         if (isObject(op.requestBody)) expect(isObject(op.requestBody.content)).toBe(true);
       }
     }
-    expect(operationIds.size).toBe(62);
+    expect(operationIds.size).toBe(74);
   });
 
   it('documents every route the express app registers, with the scope each route checks', async () => {
@@ -529,6 +545,8 @@ describe('OpenAPI document', () => {
       ['/destinations', destinationsRouter(store, claims, { refusalOf: async () => null })],
       ['/destinations', destinationChangesRouter(destinationChangeDepsOf({ ...svc.service.apiServices!, claims }))],
       ['/destinations', destinationTransformationRouter(store, undefined)],
+      ['/destinations', destinationTestEventsRouter(store, replay)],
+      ['/portal-sessions', portalSessionsRouter(store, new PortalSessions(lockedRedis, 'unused.'), { publicBaseUrl: () => svc.url })],
       ['/ingesters', ingestersRouter(store, svc.url, 50)],
       ['/deliveries', deliveriesRouter(svc.clickhouse, db)],
       ['/events', eventsRouter(svc.clickhouse, db, store, replay)],
@@ -549,6 +567,8 @@ describe('OpenAPI document', () => {
     // the evidence surface, at its mount path in api/app.ts (its routes only, never called here)
     routesOf(mcpRouter({ ...({} as McpRoutesDeps), mcp: () => undefined }), '/v1/mcp', registered);
     routesOf(meRouter(), '/v1/me', registered);
+    routesOf(tenantsRouter(store, { maxBodyBytes: 1, before: [] }), '/v1/tenants', registered);
+    routesOf(portalExchangeRouter(store, new PortalSessions(lockedRedis, 'unused.'), { secure: () => false }), '/v1/portal/session', registered);
 
     const documented = new Map([...conf.operations.values()].map((o) => [normalise(`${o.method.toUpperCase()} ${o.path}`), o]));
     const registeredSet = new Set(registered.map(normalise));
@@ -1128,7 +1148,8 @@ describe('OpenAPI document', () => {
         expect(fields(await call(id, params, { json: {}, headers: { 'idempotency-key': 'k'.repeat(256) } }))).toEqual(['Idempotency-Key']);
         const key = `oas-${id}-${svc.tenantId}`;
         const firstAnswer = await call(id, params, { json: {}, headers: { 'idempotency-key': key } });
-        expect(firstAnswer.status).toBeGreaterThanOrEqual(400);
+        // every body member of a portal session is optional: {} makes one
+        if (id !== 'createPortalSession') expect(firstAnswer.status).toBeGreaterThanOrEqual(400);
         const replayed = await call(id, params, { json: {}, headers: { 'idempotency-key': key } });
         expect({ status: replayed.status, replayed: replayed.headers['idempotent-replayed'], text: replayed.text }).toEqual({ status: firstAnswer.status, replayed: 'true', text: firstAnswer.text });
         expectProblem(await call(id, params, { json: { other: true }, headers: { 'idempotency-key': key } }), 409, 'idempotency-conflict', { idempotency_key: key });
@@ -1143,6 +1164,74 @@ describe('OpenAPI document', () => {
     expect(twice.headers.location).toBe(once.headers.location);
     expect(once.headers['ratelimit-limit']).toBe('10000');
   }, 120_000);
+
+  it('tenants, portal sessions and test events', async () => {
+    const operator = await svc.operatorKey();
+    const id = `oas-${svc.tenantId}`.slice(0, 63);
+    // what every operators' route shares
+    for (const o of operatorOperations()) {
+      const params: Record<string, string> = o.path.includes('{tenant_id}') ? { tenant_id: svc.tenantId } : {};
+      expectProblem(await call(o.operationId, params, { key: null }), 401, 'unauthorized');
+      expectProblem(await call(o.operationId, params, { key: svc.apiKey }), 403, 'permission-denied');
+      expect(fields(await call(o.operationId, params, { key: operator, body: '{"broken', headers: { 'content-type': 'application/json' } }))).toEqual(['body']);
+      expectProblem(await call(o.operationId, params, { key: operator, body: JSON.stringify({ s: 'x'.repeat(1_100_000) }), headers: { 'content-type': 'application/json' } }), 413, 'payload-too-large');
+      expectProblem(await call(o.operationId, params, { key: operator, body: 'hello', headers: { 'content-type': 'text/plain' } }), 415, 'unsupported-media-type');
+      expectProblem(await call(o.operationId, params, { target: unready.url, key: operator }), 503, 'service-unavailable');
+      // one request per route and key on the locked instance
+      await call(o.operationId, params, { target: locked.url, key: operator, ...(isWrite(o) ? { json: {} } : {}) });
+      expectProblem(await call(o.operationId, params, { target: locked.url, key: operator, ...(isWrite(o) ? { json: {} } : {}) }), 429, 'rate-limit-exceeded');
+    }
+    const made = await call('createTenant', {}, { key: operator, json: { id, name: 'OAS tenant', metadata: { plan: 'test' }, limits: { ingest_per_hook: { limit: 10, window_seconds: 1 } }, portal: { accent_color: '#123456' } } });
+    expect(made.status).toBe(201);
+    expectProblem(await call('createTenant', {}, { key: operator, json: { id, name: 'again' } }), 409, 'conflict');
+    expect(fields(await call('createTenant', {}, { key: operator, json: { id: 'Bad Id', name: 'x' } }))).toEqual(['id']);
+    expect(bodyOf(await call('listTenants', {}, { key: operator, query: 'limit=200' })).tenants.map((t: Json) => t.id)).toContain(id);
+    expect(fields(await call('listTenants', {}, { key: operator, query: 'limit=x' }))).toEqual(['limit']);
+    expect(bodyOf(await call('getTenant', { tenant_id: id }, { key: operator }))).toEqual(bodyOf(made));
+    expectProblem(await call('getTenant', { tenant_id: 'nobody-here' }, { key: operator }), 404, 'not-found');
+    const tenantKey = await svc.newKey(['write:ingesters'], { tenantId: id });
+    const ingester = bodyOf(await call('createIngester', { tenant_id: id }, { key: tenantKey, json: { name: 'suspended hook', provider: 'none', config: {} } }));
+    expect(bodyOf(await call('updateTenant', { tenant_id: id }, { key: operator, json: { ...bodyOf(made), state: 'suspended' } }))).toMatchObject({ state: 'suspended' });
+    expectProblem(await call('receiveWebhook', { ingester_id: String(ingester.id) }, { body: '{}', headers: { 'content-type': 'application/json' } }), 403, 'tenant-suspended');
+    expectProblem(await call('updateTenant', { tenant_id: 'nobody-here' }, { key: operator, json: {} }), 404, 'not-found');
+    const idem = { key: operator, json: { name: 'renamed' }, headers: { 'idempotency-key': `oas-tenant-${id}` } };
+    expect((await call('updateTenant', { tenant_id: id }, idem)).status).toBe(200);
+    expectProblem(await call('updateTenant', { tenant_id: id }, { ...idem, json: { name: 'other' } }), 409, 'idempotency-conflict');
+    expectProblem(await call('deleteTenant', { tenant_id: id }, { key: operator }), 409, 'conflict');
+    expectProblem(await call('deleteTenant', { tenant_id: 'nobody-here' }, { key: operator }), 404, 'not-found');
+
+    // portal sessions: the tenant's key, or an operator's on its behalf
+    const session = await call('createPortalSession', {}, { json: { scopes: ['read:deliveries'] } });
+    expect(session.status).toBe(201);
+    const sessionId = String(bodyOf(session).id);
+    const onBehalf = await call('createPortalSession', { tenant_id: id }, { key: operator });
+    expect(onBehalf.status).toBe(201);
+    expect(fields(await call('createPortalSession', {}, { json: { session_seconds: 1 } }))).toEqual(['session_seconds']);
+    expect(bodyOf(await call('listPortalSessions')).portal_sessions.map((p: Json) => p.id)).toContain(sessionId);
+    expect(bodyOf(await call('getPortalSession', { portal_session_id: sessionId }))).toMatchObject({ id: sessionId, opened_at: null });
+    expectProblem(await call('getPortalSession', { portal_session_id: MISSING.portal_session_id! }), 404, 'not-found');
+    const code = String(bodyOf(session).url).split('#portal=')[1]!;
+    const opened = await call('openPortalSession', {}, { json: { code } });
+    expect(opened.status).toBe(200);
+    expectProblem(await call('openPortalSession', {}, { json: { code } }), 401, 'unauthorized');
+    expect(fields(await call('openPortalSession', {}, { json: {} }))).toEqual(['code']);
+    expectProblem(await call('openPortalSession', {}, { body: 'x', headers: { 'content-type': 'text/plain' } }), 415, 'unsupported-media-type');
+    expectProblem(await call('openPortalSession', {}, { target: unready.url, json: { code } }), 503, 'service-unavailable');
+    const cookie = /hookline_portal=([^;]+)/.exec(String(opened.headers['set-cookie']))![1]!;
+    expect((await call('closePortalSession', {}, { headers: { cookie: `hookline_portal=${cookie}` } })).status).toBe(204);
+    expectProblem(await call('closePortalSession', {}, { target: unready.url }), 503, 'service-unavailable');
+    // signing out ended that session; the operator revokes the other
+    expectProblem(await call('revokePortalSession', { portal_session_id: sessionId }), 404, 'not-found');
+    expect((await call('revokePortalSession', { tenant_id: id, portal_session_id: String(bodyOf(onBehalf).id) }, { key: operator })).status).toBe(204);
+
+    // a test event to one destination
+    const sent = await call('sendTestEvent', { destination_id: destA }, { json: { payload: { test: true } } });
+    expect(sent.status).toBe(202);
+    expect(bodyOf(sent)).toMatchObject({ destination_id: destA, status: 'queued', event_type: null });
+    expect(fields(await call('sendTestEvent', { destination_id: destA }, { json: { payload: {}, saved_payload_id: payloadId } }))).toEqual(['saved_payload_id']);
+    expectProblem(await call('sendTestEvent', { destination_id: MISSING.destination_id! }, { json: {} }), 404, 'not-found');
+    expectProblem(await call('sendTestEvent', { destination_id: destA }, { json: { payload: { pad: 'x'.repeat(300_000) } } }), 413, 'payload-too-large');
+  });
 
   it('answers 503 while the service is starting', async () => {
     for (const o of tenantOperations()) {
@@ -1162,7 +1251,7 @@ describe('OpenAPI document', () => {
 
   it('answers 403 write-tool-disabled for disabled write groups and 429 over the rate limit', async () => {
     for (const o of tenantOperations()) {
-      const params = isWrite(o) ? missingParams(o) : { ...missingParams(o), destination_id: destA, ingester_id: ingGeneric, flow_id: flowId, delivery_id: deadDeliveryId, payload_id: payloadId, key_id: keyIdOf(svc.apiKey)!, replay_id: replayId, event_type_id: eventTypeId, event_id: deadEventId, dead_letter_id: deadLetterId };
+      const params = isWrite(o) ? missingParams(o) : { ...missingParams(o), portal_session_id: lockedSessionId, destination_id: destA, ingester_id: ingGeneric, flow_id: flowId, delivery_id: deadDeliveryId, payload_id: payloadId, key_id: keyIdOf(svc.apiKey)!, replay_id: replayId, event_type_id: eventTypeId, event_id: deadEventId, dead_letter_id: deadLetterId };
       // the consistency route needs the size of a checkpoint that exists
       const query = o.operationId === 'getConsistencyProof' ? { query: `from=${checkpointSize}` } : {};
       const options = { target: locked.url, ...query, ...(isWrite(o) ? { json: {} } : {}) };
