@@ -73,12 +73,13 @@ export function portalSessionsRouter(store: ConfigStore, sessions: PortalSession
     const tenantId = tenantOf(req);
     const check = validateBody<SessionBody>('createPortalSession', req.body ?? {});
     const b = check.body;
-    const scopes = [...new Set(b.scopes ?? PORTAL_DEFAULT_SCOPES)];
+    // read only what the schema found well-formed: the check reports the rest
+    const scopes = [...new Set(check.usable('scopes') && Array.isArray(b.scopes) ? b.scopes : PORTAL_DEFAULT_SCOPES)];
     if (check.usable('scopes')) {
       const barred = scopes.filter((s) => NOT_FOR_PORTALS.includes(s));
       if (barred.length > 0) check.fail('scopes', `a portal session may not hold ${barred.join(', ')}: it must not make keys, sessions or Hook URLs`);
     }
-    const destinationIds = b.destination_ids ? [...new Set(b.destination_ids)] : null;
+    const destinationIds = check.usable('destination_ids') && Array.isArray(b.destination_ids) ? [...new Set(b.destination_ids)] : null;
     if (destinationIds && check.usable('destination_ids')) {
       destinationIds.forEach((id, i) => {
         if (!store.get('destination', tenantId, id)) check.fail(`destination_ids[${i}]`, `the tenant has no destination ${id}`);

@@ -1185,7 +1185,7 @@ describe('OpenAPI document', () => {
     expect(made.status).toBe(201);
     expectProblem(await call('createTenant', {}, { key: operator, json: { id, name: 'again' } }), 409, 'conflict');
     expect(fields(await call('createTenant', {}, { key: operator, json: { id: 'Bad Id', name: 'x' } }))).toEqual(['id']);
-    expect(bodyOf(await call('listTenants', {}, { key: operator, query: 'limit=200' })).tenants.map((t: Json) => t.id)).toContain(id);
+    expect((bodyOf(await call('listTenants', {}, { key: operator, query: 'limit=200' })).tenants as Json[]).map((t) => t.id)).toContain(id);
     expect(fields(await call('listTenants', {}, { key: operator, query: 'limit=x' }))).toEqual(['limit']);
     expect(bodyOf(await call('getTenant', { tenant_id: id }, { key: operator }))).toEqual(bodyOf(made));
     expectProblem(await call('getTenant', { tenant_id: 'nobody-here' }, { key: operator }), 404, 'not-found');
@@ -1207,7 +1207,7 @@ describe('OpenAPI document', () => {
     const onBehalf = await call('createPortalSession', { tenant_id: id }, { key: operator });
     expect(onBehalf.status).toBe(201);
     expect(fields(await call('createPortalSession', {}, { json: { session_seconds: 1 } }))).toEqual(['session_seconds']);
-    expect(bodyOf(await call('listPortalSessions')).portal_sessions.map((p: Json) => p.id)).toContain(sessionId);
+    expect((bodyOf(await call('listPortalSessions')).portal_sessions as Json[]).map((p) => p.id)).toContain(sessionId);
     expect(bodyOf(await call('getPortalSession', { portal_session_id: sessionId }))).toMatchObject({ id: sessionId, opened_at: null });
     expectProblem(await call('getPortalSession', { portal_session_id: MISSING.portal_session_id! }), 404, 'not-found');
     const code = String(bodyOf(session).url).split('#portal=')[1]!;
