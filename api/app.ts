@@ -222,7 +222,7 @@ export function createApp(options: ApiOptions): Express {
           res.locals.disabledWriteGroups = disabled;
           next();
         });
-        sessions.use(commonOf(s, [authenticate(inProcessOf(s).lookup(), onUse(s), portalLookup(portalOf(s))), requireTenantOrOperator((id) => s.store.tenant(id) !== undefined)]));
+        sessions.use(commonOf(s, [authenticate(inProcessOf(s).lookup(), onUse(s), portalLookup(portalOf(s), s.store)), requireTenantOrOperator((id) => s.store.tenant(id) !== undefined)]));
         sessions.use(portalSessionsRouter(s.store, portalOf(s), { publicBaseUrl: () => s.publicBaseUrl }));
         return sessions;
       }),
@@ -245,7 +245,7 @@ export function createApp(options: ApiOptions): Express {
           res.locals.disabledWriteGroups = disabled;
           next();
         });
-        tenant.use(commonOf(s, [authenticate(inProcessOf(s).lookup(), onUse(s), portalLookup(portalOf(s))), requireTenant]));
+        tenant.use(commonOf(s, [authenticate(inProcessOf(s).lookup(), onUse(s), portalLookup(portalOf(s), s.store)), requireTenant]));
         const destinationChanges = destinationChangeDepsOf(s, options.log);
         tenant.use('/destinations', destinationsRouter(s.store, s.claims, { httpsOnly: s.destinationHttpsOnly, refusalOf: s.refusalOfDestination, quotas: s.quotas, changes: destinationChanges.record, ...(destinationChanges.checkTransformation ? { checkTransformation: destinationChanges.checkTransformation } : {}) }));
         tenant.use('/destinations', destinationChangesRouter(destinationChanges));
@@ -294,7 +294,7 @@ export function createApp(options: ApiOptions): Express {
       '/v1/me',
       whenReady((s) => {
         const me = express.Router();
-        me.use(authenticate(inProcessOf(s).lookup(), onUse(s), portalLookup(portalOf(s))));
+        me.use(authenticate(inProcessOf(s).lookup(), onUse(s), portalLookup(portalOf(s), s.store)));
         me.use(rateLimit({ redis: s.redis, prefix: s.redisPrefix, limits: s.rateLimits, timeoutMs: s.rateLimitTimeoutMs, routes: routesOf(), log: options.log }));
         me.use(jsonBody());
         me.use(meRouter((id) => s.store.tenant(id)));

@@ -264,7 +264,7 @@ export function tenantPaths(h: TenantPathHelpers): Json {
       parameters: [h.tenant, h.destinationId],
       post: h.tenantOperation({
         operationId: 'sendTestEvent', summary: 'Send a test event to a destination', tag: 'Destinations', scope: 'write:events', rateLimitRoute: `POST ${h.T}/destinations/:id/test-events`,
-        description: 'Sends one event to this destination only (whatever its subscriptions): a payload given, a saved payload, or an event type\'s example. Its delivery is signed, attempted, retried, recorded and proved like any other and appears among the deliveries; the event itself is recorded by its `received` transition (no Hook URL received it, so GET …/events/{id} does not show it). A paused destination, or a suspended tenant, holds it like any delivery.',
+        description: 'Sends one event to this destination only (whatever its subscriptions): a payload given, a saved payload, or an event type\'s example. Its delivery is signed, attempted, retried, recorded and proved like any other and appears among the deliveries; the event itself is stored like any event under the ingester id `test-event` (GET …/events/{id} shows it, a failed one can be retried), and no flow routes it elsewhere. A paused destination, or a suspended tenant, holds it like any delivery.',
         requestBody: { ...h.jsonBody('TestEventSend', 'What to send (all optional).'), required: false },
         success: { '202': h.ok('Queued: Kafka has the delivery.', 'TestEventQueued') }, forbidden: 'ForbiddenWriteResource', notFound: 'no such destination, or no such saved payload', conflict: 'IdempotencyConflict',
         tooLarge: 'the payload is larger than 256 KiB of JSON.',

@@ -1,3 +1,4 @@
+import { createHooklineClient, ProblemError, unwrap, type ApiResult, type HooklineClient } from '../clients/typescript/src';
 import { readRunFile } from '../infra/local';
 import { cliConfig, CliError } from './connect';
 
@@ -36,64 +37,61 @@ export function apiTarget(values: Values, what: string, env: NodeJS.ProcessEnv =
   return { ...apiConnection(values, what, env), tenant };
 }
 
-/** The query of a list command: each option given (`--http-status 5xx`) as its parameter (`response_code`). */
-export function queryOf(values: Values, options: Record<string, string>): Record<string, string> {
+/** How long a request may take, its answer's body included. */
+const REQUEST_TIMEOUT_MS = 30_000;
+
+/**
+ * The typed client a command calls the API through, as the key in HOOKLINE_API_KEY. A request
+ * that cannot connect, or takes longer than 30 s, ends the command with one line.
+ */
+export function clientOf(target: ApiConnection): HooklineClient {
+  return createHooklineClient({
+    baseUrl: target.apiUrl,
+    apiKey: target.apiKey,
+    headers: { accept: 'application/json' },
+    fetch: async (request) => {
+      try {
+        return await fetch(request, { signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+      } catch (err) {
+        const { cause } = err as Error & { cause?: Error };
+        throw new CliError(`cannot reach the API at ${target.apiUrl}: ${cause ? String(cause.message) : (err as Error).message}`);
+      }
+    },
+  });
+}
+
+/** What a command of the tenant calls through: the typed client, and the tenant each path's `tenant_id` names. */
+export function tenantApi(values: Values, what: string): { client: HooklineClient; tenant_id: string } {
+  const target = apiTarget(values, what);
+  return { client: clientOf(target), tenant_id: target.tenant };
+}
+
+/**
+ * The data of a 2xx answer. Any other answer becomes a one-line CliError from its problem
+ * document: the status, the detail and the first field errors.
+ */
+export async function dataOf<T>(call: Promise<ApiResult<T>>): Promise<T> {
+  try {
+    return unwrap(await call);
+  } catch (err) {
+    throw err instanceof ProblemError ? new CliError(problemLine(err.status, err.body)) : err;
+  }
+}
+
+/**
+ * The query of a list command: each option given (`--http-status 5xx`) as its parameter
+ * (`response_code`), an empty one left out. The text goes as typed, a number's too: the API
+ * judges each value and refuses a wrong one in its own words.
+ */
+export function queryOf<Q extends object>(values: Values, options: Record<string, keyof Q & string>): Q {
   const query: Record<string, string> = {};
   for (const [option, param] of Object.entries(options)) {
     const v = values[option];
     if (v === undefined) continue;
     if (typeof v !== 'string') throw new CliError(`--${option} takes one value`);
-    query[param] = v;
+    if (v !== '') query[param] = v;
   }
-  return query;
-}
-
-export interface CallOptions {
-  query?: Record<string, string | number | undefined | null>;
-  body?: unknown;
-  /** Content type of the body; application/json unless said. */
-  contentType?: string;
-  idempotencyKey?: string;
-  headers?: Record<string, string>;
-}
-
-export interface ApiAnswer {
-  status: number;
-  headers: Headers;
-  body: unknown;
-}
-
-/**
- * Calls `/v1/tenants/{tenant}<path>` and returns the answer of a 2xx. Any other answer becomes
- * a one-line CliError from its problem document: the status, the detail and the first field errors.
- */
-export async function callApi(target: ApiTarget, method: string, path: string, options: CallOptions = {}): Promise<ApiAnswer> {
-  return callApiAt(target, method, `/v1/tenants/${encodeURIComponent(target.tenant)}${path}`, options);
-}
-
-/** As {@link callApi}, for a path of the API outside the tenant's (`/v1/me`). */
-export async function callApiAt(target: ApiConnection, method: string, path: string, options: CallOptions = {}): Promise<ApiAnswer> {
-  const qs = new URLSearchParams();
-  for (const [k, v] of Object.entries(options.query ?? {})) if (v !== undefined && v !== null && v !== '') qs.set(k, String(v));
-  const url = `${target.apiUrl}${path}${qs.size > 0 ? `?${qs}` : ''}`;
-  const headers: Record<string, string> = { authorization: `Bearer ${target.apiKey}`, accept: 'application/json', ...(options.headers ?? {}) };
-  if (options.body !== undefined) headers['content-type'] = options.contentType ?? 'application/json';
-  if (options.idempotencyKey) headers['idempotency-key'] = options.idempotencyKey;
-  let res: Response;
-  try {
-    res = await fetch(url, { method, headers, body: options.body === undefined ? undefined : JSON.stringify(options.body), signal: AbortSignal.timeout(30_000) });
-  } catch (err) {
-    throw new CliError(`cannot reach the API at ${target.apiUrl}: ${(err as Error).cause ? String((err as Error & { cause: Error }).cause.message) : (err as Error).message}`);
-  }
-  const text = await res.text();
-  let body: unknown = null;
-  try {
-    body = text === '' ? null : JSON.parse(text);
-  } catch {
-    body = text;
-  }
-  if (res.status >= 200 && res.status < 300) return { status: res.status, headers: res.headers, body };
-  throw new CliError(problemLine(res.status, body));
+  return query as Q;
 }
 
 /** A problem document as one line: `422 unprocessable-entity: detail (field: message; ...)`. */

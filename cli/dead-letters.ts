@@ -9,7 +9,8 @@ import { placeKey } from '../platform/clickhouse/dead-letters';
 import { createProducer } from '../platform/kafka/client';
 import { readTopic } from '../platform/kafka/topic-table';
 import { replayDeadLetter } from '../platform/replay/dead-letters';
-import { apiTarget, callApi, queryOf } from './api-client';
+import type { Query } from '../clients/typescript/src';
+import { dataOf, queryOf, tenantApi } from './api-client';
 import { CliError, connect, type CliContext } from './connect';
 
 type Values = Record<string, string | string[] | boolean | undefined>;
@@ -24,7 +25,7 @@ export const DEAD_LETTERS_USAGE = `  npm run cli -- dead-letters list [--stage <
                   (bytes that do not decode), read from events.dlq itself; needs Kafka, the registry and Redis)`;
 
 /** The options of `dead-letters list` and the query parameter each one sets. */
-const LIST_OPTIONS = { stage: 'stage', from: 'from', to: 'to', limit: 'limit', cursor: 'cursor' } as const;
+const LIST_OPTIONS = { stage: 'stage', from: 'from', to: 'to', limit: 'limit', cursor: 'cursor' } as const satisfies Record<string, keyof Query<'listDeadLetters'>>;
 
 /**
  * `dead-letters list|get|replay`: the tenant's dead letters through the API, or with
@@ -38,10 +39,11 @@ export async function deadLettersCommand(args: string[], values: Values): Promis
     if (verb === 'get') throw new CliError('dead-letters get takes no --operator: `dead-letters list --operator` shows every letter');
     return verb === 'list' ? operatorList(values) : operatorReplay(id!);
   }
-  const target = apiTarget(values, `dead-letters ${verb}`);
-  if (verb === 'get') return (await callApi(target, 'GET', `/dead-letters/${encodeURIComponent(id!)}`)).body;
-  if (verb === 'replay') return (await callApi(target, 'POST', `/dead-letters/${encodeURIComponent(id!)}/replay`)).body;
-  return (await callApi(target, 'GET', '/dead-letters', { query: queryOf(values, LIST_OPTIONS) })).body;
+  const { client, tenant_id } = tenantApi(values, `dead-letters ${verb}`);
+  const letter = { path: { tenant_id, dead_letter_id: id! } };
+  if (verb === 'get') return dataOf(client.GET('/v1/tenants/{tenant_id}/dead-letters/{dead_letter_id}', { params: letter }));
+  if (verb === 'replay') return dataOf(client.POST('/v1/tenants/{tenant_id}/dead-letters/{dead_letter_id}/replay', { params: letter }));
+  return dataOf(client.GET('/v1/tenants/{tenant_id}/dead-letters', { params: { path: { tenant_id }, query: queryOf<Query<'listDeadLetters'>>(values, LIST_OPTIONS) } }));
 }
 
 /** A letter as read from events.dlq, with its id and owner. */

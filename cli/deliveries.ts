@@ -1,4 +1,4 @@
-import { apiTarget, callApi } from './api-client';
+import { dataOf, tenantApi } from './api-client';
 import { CliError } from './connect';
 
 type Values = Record<string, string | string[] | boolean | undefined>;
@@ -10,5 +10,6 @@ export const DELIVERIES_USAGE = `  npm run cli -- deliveries get <delivery id> [
 export async function deliveriesCommand(args: string[], values: Values): Promise<unknown> {
   const [verb, id, ...extra] = args;
   if (verb !== 'get' || !id || extra.length > 0) throw new CliError(`usage:\n${DELIVERIES_USAGE}`);
-  return (await callApi(apiTarget(values, 'deliveries get'), 'GET', `/deliveries/${encodeURIComponent(id)}`)).body;
+  const { client, tenant_id } = tenantApi(values, 'deliveries get');
+  return dataOf(client.GET('/v1/tenants/{tenant_id}/deliveries/{delivery_id}', { params: { path: { tenant_id, delivery_id: id } } }));
 }

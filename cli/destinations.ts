@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { apiConnection, apiTarget, callApi, callApiAt } from './api-client';
+import type { DestinationCreate, DestinationPatch, Query, Schema } from '../clients/typescript/src';
+import { apiConnection, clientOf, dataOf, queryOf, tenantApi } from './api-client';
 import { CliError } from './connect';
 
 export const DESTINATIONS_USAGE = `  npm run cli -- destinations types
@@ -11,6 +12,8 @@ export const DESTINATIONS_USAGE = `  npm run cli -- destinations types
                  [--transformation-file <file.js>|none] [--patch '<JSON merge patch>'] [--if-match <etag>]
   npm run cli -- destinations test-transformation <id> (--payload <saved payload id> | --body '<JSON>')
                  [--transformation-file <file.js>]
+  npm run cli -- destinations test-event <id> [--event-type <type>] [--payload <saved payload id> | --body '<JSON object>']
+                 (one event to this destination only: the body, a saved payload, or the event type's example)
   npm run cli -- destinations pause <id> [--if-match <etag>]
   npm run cli -- destinations resume <id> [--if-match <etag>]
   npm run cli -- destinations rotate-secret <id> [--overlap <seconds>] [--if-match <etag>]
@@ -47,8 +50,8 @@ function transformationFlag(values: Values, nullable: boolean): string | null | 
 }
 
 /** The merge patch of `destinations update`: `--patch` first, then each flag over it. */
-export function patchOf(values: Values): Record<string, unknown> {
-  let patch: Record<string, unknown> = {};
+export function patchOf(values: Values): DestinationPatch {
+  let patch: DestinationPatch = {};
   if (typeof values.patch === 'string') {
     let parsed: unknown;
     try {
@@ -57,11 +60,12 @@ export function patchOf(values: Values): Record<string, unknown> {
       throw new CliError('--patch must be a JSON object (a merge patch)');
     }
     if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new CliError('--patch must be a JSON object (a merge patch)');
-    patch = parsed as Record<string, unknown>;
+    // the API names each member it does not take (422)
+    patch = parsed as DestinationPatch;
   }
   if (typeof values.name === 'string') patch.name = values.name;
   if (typeof values.url === 'string') patch.url = values.url;
-  if (typeof values.type === 'string') patch.type = values.type;
+  if (typeof values.type === 'string') patch.type = values.type as DestinationPatch['type'];
   const config = jsonFlag(values, 'config', true);
   if (config !== undefined) patch.config = config;
   const transformation = transformationFlag(values, true);
@@ -87,7 +91,7 @@ export function patchOf(values: Values): Record<string, unknown> {
 }
 
 /** `destinations <command> <id> ...`: one call of the API, its JSON answer on one line. */
-export async function destinationsCommand(argv: string[]): Promise<Record<string, unknown>> {
+export async function destinationsCommand(argv: string[]): Promise<unknown> {
   const { positionals, values } = parseArgs({
     args: argv,
     allowPositionals: true,
@@ -108,58 +112,74 @@ export async function destinationsCommand(argv: string[]): Promise<Record<string
       ordered: { type: 'string' },
       patch: { type: 'string' },
       'if-match': { type: 'string' },
+      'event-type': { type: 'string' },
       overlap: { type: 'string' },
       limit: { type: 'string' },
       cursor: { type: 'string' },
     },
   });
   const [command, id, ...extra] = positionals;
-  const known = ['types', 'create', 'update', 'pause', 'resume', 'rotate-secret', 'changes', 'test-transformation'];
+  const known = ['types', 'create', 'update', 'pause', 'resume', 'rotate-secret', 'changes', 'test-transformation', 'test-event'];
   if (!command || !known.includes(command)) throw new CliError(`unknown command "destinations${command ? ` ${command}` : ''}"\nusage:\n${DESTINATIONS_USAGE}`);
   if (command === 'types') {
     if (id !== undefined) throw new CliError('destinations types takes no argument');
-    return answer(await callApiAt(apiConnection(values, 'destinations types'), 'GET', '/v1/destination-types'));
+    return dataOf(clientOf(apiConnection(values, 'destinations types')).GET('/v1/destination-types'));
   }
   if (command === 'create') {
     if (id !== undefined) throw new CliError('destinations create takes no positional argument: give --name and --url');
-    return answer(await callApi(apiTarget(values, 'destinations create'), 'POST', '/destinations', { body: createBodyOf(values) }));
+    const { client, tenant_id } = tenantApi(values, 'destinations create');
+    return dataOf(client.POST('/v1/tenants/{tenant_id}/destinations', { params: { path: { tenant_id } }, body: createBodyOf(values) }));
   }
   if (!id || extra.length > 0) throw new CliError(`destinations ${command} takes one destination id`);
-  const target = apiTarget(values, `destinations ${command}`);
-  const path = `/destinations/${encodeURIComponent(id)}`;
-  const headers = typeof values['if-match'] === 'string' ? { 'if-match': values['if-match'] } : undefined;
-  const merge = { contentType: 'application/merge-patch+json', headers };
+  const { client, tenant_id } = tenantApi(values, `destinations ${command}`);
+  const path = { tenant_id, destination_id: id };
+  const params = { path, header: { 'If-Match': typeof values['if-match'] === 'string' ? values['if-match'] : undefined } };
+  const patch = (body: DestinationPatch) =>
+    dataOf(client.PATCH('/v1/tenants/{tenant_id}/destinations/{destination_id}', { params, body, headers: { 'content-type': 'application/merge-patch+json' } }));
   switch (command) {
     case 'update':
-      return answer(await callApi(target, 'PATCH', path, { body: patchOf(values), ...merge }));
+      return patch(patchOf(values));
     case 'pause':
-      return answer(await callApi(target, 'PATCH', path, { body: { enabled: false }, ...merge }));
+      return patch({ enabled: false });
     case 'resume':
-      return answer(await callApi(target, 'PATCH', path, { body: { enabled: true }, ...merge }));
+      return patch({ enabled: true });
     case 'rotate-secret': {
-      let body: Record<string, unknown> = {};
+      // `{}` takes the default overlap (the generated type makes a member with a default required)
+      let body = {} as Schema<'SecretRotation'>;
       if (values.overlap !== undefined) {
         if (typeof values.overlap !== 'string' || !/^\d{1,7}$/.test(values.overlap)) throw new CliError('--overlap must be a whole number of seconds (0 to 604800)');
         body = { overlap_seconds: Number(values.overlap) };
       }
-      return answer(await callApi(target, 'POST', `${path}/rotate-secret`, { body, headers }));
+      return dataOf(client.POST('/v1/tenants/{tenant_id}/destinations/{destination_id}/rotate-secret', { params, body }));
     }
+    case 'test-event':
+      return dataOf(client.POST('/v1/tenants/{tenant_id}/destinations/{destination_id}/test-events', { params: { path }, body: testEventOf(values) }));
     case 'test-transformation':
-      return answer(await callApi(target, 'POST', `${path}/transformation/test`, { body: testBodyOf(values) }));
+      return dataOf(client.POST('/v1/tenants/{tenant_id}/destinations/{destination_id}/transformation/test', { params: { path }, body: testBodyOf(values) }));
     default:
-      return answer(await callApi(target, 'GET', `${path}/changes`, { query: { limit: typeof values.limit === 'string' ? values.limit : undefined, cursor: typeof values.cursor === 'string' ? values.cursor : undefined } }));
+      return dataOf(client.GET('/v1/tenants/{tenant_id}/destinations/{destination_id}/changes', { params: { path, query: queryOf<Query<'listDestinationChanges'>>(values, { limit: 'limit', cursor: 'cursor' }) } }));
   }
 }
 
+/** The body of `destinations test-event`: a saved payload or a JSON object, and an event type. */
+function testEventOf(values: Values): Schema<'TestEventSend'> {
+  const body: Schema<'TestEventSend'> = {};
+  if (typeof values['event-type'] === 'string') body.event_type = values['event-type'];
+  if (typeof values.payload === 'string') body.saved_payload_id = values.payload;
+  const given = jsonFlag(values, 'body', false);
+  if (given) body.payload = given;
+  return body;
+}
+
 /** The body of `destinations create`. */
-function createBodyOf(values: Values): Record<string, unknown> {
+function createBodyOf(values: Values): DestinationCreate {
   if (typeof values.name !== 'string' || typeof values.url !== 'string') throw new CliError('destinations create needs --name <text> and --url <url>');
-  const body: Record<string, unknown> = { name: values.name, url: values.url };
-  if (typeof values.type === 'string') body.type = values.type;
+  const body: DestinationCreate = { name: values.name, url: values.url };
+  if (typeof values.type === 'string') body.type = values.type as DestinationCreate['type'];
   const config = jsonFlag(values, 'config', false);
   if (config) body.config = config;
   const auth = jsonFlag(values, 'auth', false);
-  if (auth) body.auth = auth;
+  if (auth) body.auth = auth as DestinationCreate['auth'];
   const transformation = transformationFlag(values, false);
   if (transformation) body.transformation = transformation;
   if (typeof values.enabled === 'string') {
@@ -170,11 +190,11 @@ function createBodyOf(values: Values): Record<string, unknown> {
 }
 
 /** The body of `destinations test-transformation`: a saved payload or a given body, and the code to try. */
-function testBodyOf(values: Values): Record<string, unknown> {
+function testBodyOf(values: Values): Schema<'TransformationTest'> {
   const hasPayload = typeof values.payload === 'string';
   if (hasPayload === (typeof values.body === 'string')) throw new CliError('destinations test-transformation needs one of --payload <saved payload id> and --body \'<JSON>\'');
-  const body: Record<string, unknown> = {};
-  if (hasPayload) body.payload_id = values.payload;
+  const body: Schema<'TransformationTest'> = {};
+  if (hasPayload) body.payload_id = String(values.payload);
   else {
     try {
       body.body = JSON.parse(String(values.body));
@@ -185,9 +205,4 @@ function testBodyOf(values: Values): Record<string, unknown> {
   const transformation = transformationFlag(values, false);
   if (transformation) body.transformation = transformation;
   return body;
-}
-
-/** The answer's JSON body, as the API sent it. */
-function answer(a: { body: unknown }): Record<string, unknown> {
-  return (a.body ?? {}) as Record<string, unknown>;
 }

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
-import { apiTarget, callApi } from './api-client';
+import type { EventType, EventTypeCreate } from '../clients/typescript/src';
+import { dataOf, tenantApi } from './api-client';
 import { CliError } from './connect';
 
 type Values = Record<string, string | string[] | boolean | undefined>;
@@ -13,17 +14,17 @@ export async function eventTypesCommand(args: string[], values: Values): Promise
   const what = `event-types ${sub ?? ''}`.trim();
   const oneId = () => {
     if (rest.length !== 1 || !rest[0]) throw new CliError(`${what} takes one event type id`);
-    return encodeURIComponent(rest[0]);
+    return rest[0];
   };
   switch (sub) {
     case 'list': {
       if (rest.length > 0) throw new CliError('event-types list takes no arguments');
-      const target = apiTarget(values, what);
+      const { client, tenant_id } = tenantApi(values, what);
       // every page, so the listing is the whole catalogue
-      const all: unknown[] = [];
+      const all: EventType[] = [];
       let cursor: string | undefined;
       do {
-        const page = (await callApi(target, 'GET', '/event-types', { query: { limit: 200, cursor } })).body as { event_types: unknown[]; next_cursor: string | null };
+        const page = await dataOf(client.GET('/v1/tenants/{tenant_id}/event-types', { params: { path: { tenant_id }, query: { limit: 200, cursor } } }));
         all.push(...page.event_types);
         cursor = page.next_cursor ?? undefined;
       } while (cursor);
@@ -32,19 +33,22 @@ export async function eventTypesCommand(args: string[], values: Values): Promise
     case 'create': {
       if (rest.length > 0) throw new CliError('event-types create takes no arguments besides its flags');
       if (typeof values.name !== 'string' || values.name === '') throw new CliError('event-types create needs --name <name>');
-      const body: Record<string, unknown> = { name: values.name };
+      const body: EventTypeCreate = { name: values.name };
       if (typeof values.description === 'string') body.description = values.description;
       if (typeof values.schema === 'string') body.schema = schemaFile(values.schema);
-      return (await callApi(apiTarget(values, what), 'POST', '/event-types', { body })).body;
+      const { client, tenant_id } = tenantApi(values, what);
+      return dataOf(client.POST('/v1/tenants/{tenant_id}/event-types', { params: { path: { tenant_id } }, body }));
     }
     case 'get': {
       const id = oneId();
-      return (await callApi(apiTarget(values, what), 'GET', `/event-types/${id}`)).body;
+      const { client, tenant_id } = tenantApi(values, what);
+      return dataOf(client.GET('/v1/tenants/{tenant_id}/event-types/{event_type_id}', { params: { path: { tenant_id, event_type_id: id } } }));
     }
     case 'delete': {
       const id = oneId();
-      await callApi(apiTarget(values, what), 'DELETE', `/event-types/${id}`);
-      return { deleted: true, id: decodeURIComponent(id) };
+      const { client, tenant_id } = tenantApi(values, what);
+      await dataOf(client.DELETE('/v1/tenants/{tenant_id}/event-types/{event_type_id}', { params: { path: { tenant_id, event_type_id: id } } }));
+      return { deleted: true, id };
     }
     default:
       throw new CliError(sub ? `unknown command "event-types ${sub}"` : 'event-types needs list, create, get or delete');
@@ -52,7 +56,7 @@ export async function eventTypesCommand(args: string[], values: Values): Promise
 }
 
 /** The JSON Schema in `file`; the API judges whether it is a usable schema. */
-function schemaFile(file: string): unknown {
+function schemaFile(file: string): EventTypeCreate['schema'] {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
@@ -60,7 +64,7 @@ function schemaFile(file: string): unknown {
     throw new CliError(`--schema ${file}: cannot read it (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
   }
   try {
-    return JSON.parse(text);
+    return JSON.parse(text) as EventTypeCreate['schema'];
   } catch (err) {
     throw new CliError(`--schema ${file}: not JSON (${(err as Error).message})`);
   }

@@ -1,4 +1,4 @@
-import { apiTarget, callApi } from './api-client';
+import { dataOf, tenantApi } from './api-client';
 import { CliError } from './connect';
 
 type Values = Record<string, string | string[] | boolean | undefined>;
@@ -10,5 +10,6 @@ export const EVENTS_USAGE = `  npm run cli -- events get <event id> [--tenant <i
 export async function eventsCommand(args: string[], values: Values): Promise<unknown> {
   const [verb, id, ...extra] = args;
   if (verb !== 'get' || !id || extra.length > 0) throw new CliError(`usage:\n${EVENTS_USAGE}`);
-  return (await callApi(apiTarget(values, 'events get'), 'GET', `/events/${encodeURIComponent(id)}`)).body;
+  const { client, tenant_id } = tenantApi(values, 'events get');
+  return dataOf(client.GET('/v1/tenants/{tenant_id}/events/{event_id}', { params: { path: { tenant_id, event_id: id } } }));
 }

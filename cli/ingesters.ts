@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
-import { apiTarget, callApi } from './api-client';
+import type { Ingester, IngesterUpdate } from '../clients/typescript/src';
+import { dataOf, tenantApi } from './api-client';
 import { CliError } from './connect';
 
 export const INGESTERS_USAGE = `  npm run cli -- ingesters get <id>
@@ -11,7 +12,7 @@ export const INGESTERS_USAGE = `  npm run cli -- ingesters get <id>
  * the ingester and sends its `PUT` with the name (required there) and the members given; the
  * rest (provider, config, filters, flows) is kept by the API.
  */
-export async function ingestersCommand(argv: string[]): Promise<Record<string, unknown>> {
+export async function ingestersCommand(argv: string[]): Promise<Ingester> {
   const { positionals, values } = parseArgs({
     args: argv,
     allowPositionals: true,
@@ -20,7 +21,7 @@ export async function ingestersCommand(argv: string[]): Promise<Record<string, u
   const [command, id, ...extra] = positionals;
   if (command !== 'get' && command !== 'update') throw new CliError(`unknown command "ingesters${command ? ` ${command}` : ''}"\nusage:\n${INGESTERS_USAGE}`);
   if (!id || extra.length > 0) throw new CliError(`ingesters ${command} takes one ingester id`);
-  const change: Record<string, unknown> = {};
+  const change: Partial<IngesterUpdate> = {};
   if (command === 'update') {
     if (typeof values.name === 'string') change.name = values.name;
     if (typeof values.ordered === 'string') {
@@ -29,9 +30,9 @@ export async function ingestersCommand(argv: string[]): Promise<Record<string, u
     }
     if (Object.keys(change).length === 0) throw new CliError('ingesters update needs something to change: --name or --ordered');
   }
-  const target = apiTarget(values, `ingesters ${command}`);
-  const path = `/ingesters/${encodeURIComponent(id)}`;
-  const current = (await callApi(target, 'GET', path)).body as Record<string, unknown>;
+  const { client, tenant_id } = tenantApi(values, `ingesters ${command}`);
+  const params = { path: { tenant_id, ingester_id: id } };
+  const current = await dataOf(client.GET('/v1/tenants/{tenant_id}/ingesters/{ingester_id}', { params }));
   if (command === 'get') return current;
-  return (await callApi(target, 'PUT', path, { body: { name: current.name, ...change } })).body as Record<string, unknown>;
+  return dataOf(client.PUT('/v1/tenants/{tenant_id}/ingesters/{ingester_id}', { params, body: { name: current.name, ...change } }));
 }

@@ -7,11 +7,13 @@ import { validateBody } from '../api/validation';
 import { KeyUsage } from '../platform/redis/key-usage';
 import { TENANT_ID_PATTERN } from '../core/ids';
 import { parseScopes, SCOPES } from '../core/scopes';
-import { quotaOf } from '../core/tenants';
+import { OPERATOR_TENANT, quotaOf } from '../core/tenants';
 import { ensureTenant, issueApiKey, makeRoomForApiKey, type IssuedKey } from '../platform/config-store/tenants';
 import { CliError, connect, type CliContext } from './connect';
 
 export interface KeysCreateArgs {
+  /** An operator key: it manages tenants (/v1/tenants) and makes portal links for any of them, and holds no tenant. */
+  operator?: boolean;
   tenant: string | undefined;
   scopes: string | undefined;
   expiresAt?: string | undefined;
@@ -33,6 +35,7 @@ function checkKeyFlags(body: Record<string, unknown>): void {
 
 /** `keys create`: creates the tenant if needed and issues a key; the plain key is printed once. */
 export async function keysCreate(args: KeysCreateArgs): Promise<IssuedKey> {
+  if (args.operator) return operatorKeyCreate(args);
   if (!args.tenant) throw new CliError('keys create needs --tenant <id>');
   if (!TENANT_ID_PATTERN.test(args.tenant)) throw new CliError(`--tenant "${args.tenant}" is not a tenant id (lower-case letters, digits, "-" and "_", at most 63)`);
   if (!args.scopes) throw new CliError(`keys create needs --scopes <comma,list> or --scopes all (scopes: ${SCOPES.join(', ')})`);
@@ -62,6 +65,36 @@ export async function keysCreate(args: KeysCreateArgs): Promise<IssuedKey> {
   }
 }
 
+/**
+ * `keys create --operator`: a key of the operators', made only here, on the service's host (it
+ * writes the config topic directly): no API route makes one, so no tenant key can.
+ */
+async function operatorKeyCreate(args: KeysCreateArgs): Promise<IssuedKey> {
+  if (args.tenant || args.scopes || args.resources) throw new CliError('keys create --operator takes no --tenant, --scopes or --resources: an operator key manages tenants, and holds none');
+  let expiresAt: string | null = null;
+  if (args.expiresAt) {
+    const t = Date.parse(args.expiresAt);
+    if (Number.isNaN(t)) throw new CliError(`--expires-at "${args.expiresAt}" is not an ISO 8601 time`);
+    expiresAt = new Date(t).toISOString();
+  }
+  const ctx = await connect();
+  try {
+    await ctx.store.sync();
+    return await issueApiKey(ctx.store, OPERATOR_TENANT, [], { expiresAt, name: args.name?.trim() || 'operator' });
+  } finally {
+    await ctx.close();
+  }
+}
+
+/** The tenant a key command acts on: `--tenant`, or the operators' keys with `--operator`. */
+export function keyOwner(command: string, tenant: string | undefined, operator: boolean | undefined): string {
+  if (operator) {
+    if (tenant) throw new CliError(`${command} takes --tenant or --operator, not both`);
+    return OPERATOR_TENANT;
+  }
+  return checkTenant(command, tenant);
+}
+
 function checkTenant(command: string, tenant: string | undefined): string {
   if (!tenant) throw new CliError(`${command} needs --tenant <id>`);
   if (!TENANT_ID_PATTERN.test(tenant)) throw new CliError(`--tenant "${tenant}" is not a tenant id (lower-case letters, digits, "-" and "_", at most 63)`);
@@ -85,8 +118,8 @@ async function lastUsedOf(ctx: CliContext, tenant: string, keys: ApiKey[]): Prom
 }
 
 /** `keys list`: the tenant's keys as the API shows them (no secret, no hash), revoked ones included. */
-export async function keysList(args: { tenant: string | undefined }): Promise<{ tenant_id: string; api_keys: ReturnType<typeof apiKeyView>[] }> {
-  const tenant = checkTenant('keys list', args.tenant);
+export async function keysList(args: { tenant: string | undefined; operator?: boolean }): Promise<{ tenant_id: string; api_keys: ReturnType<typeof apiKeyView>[] }> {
+  const tenant = keyOwner('keys list', args.tenant, args.operator);
   const ctx = await connect();
   try {
     await ctx.store.sync();
@@ -99,8 +132,8 @@ export async function keysList(args: { tenant: string | undefined }): Promise<{ 
 }
 
 /** `keys revoke`: every API process refuses the key once it reads the revocation (about 100 ms). */
-export async function keysRevoke(args: { tenant: string | undefined; id: string | undefined }): Promise<ReturnType<typeof apiKeyView>> {
-  const tenant = checkTenant('keys revoke', args.tenant);
+export async function keysRevoke(args: { tenant: string | undefined; id: string | undefined; operator?: boolean }): Promise<ReturnType<typeof apiKeyView>> {
+  const tenant = keyOwner('keys revoke', args.tenant, args.operator);
   if (!args.id) throw new CliError('keys revoke needs --id <key id>');
   if (!/^key_[0-9a-hjkmnp-tv-z]{26}$/.test(args.id)) throw new CliError(`--id "${args.id}" is not a key id (key_<ulid>)`);
   const ctx = await connect();

@@ -16,6 +16,7 @@ import { tenantStats, whoami } from './stats';
 import { eventsCommand, EVENTS_USAGE } from './events';
 import { deliveriesCommand, DELIVERIES_USAGE } from './deliveries';
 import { deadLettersCommand, DEAD_LETTERS_USAGE } from './dead-letters';
+import { portalCommand, tenantsCommand, TENANTS_USAGE } from './tenants';
 
 /** The options of `evidence verify`, from its arguments and the environment. */
 function evidenceOptions(rest: string[], values: Record<string, string | string[] | boolean | undefined>): VerifyOptions {
@@ -46,8 +47,11 @@ function evidenceOptions(rest: string[], values: Record<string, string | string[
 
 const USAGE = `usage:
   npm run cli -- keys create --tenant <id> --scopes <comma,list|all> [--name <text>] [--expires-at <ISO time>] [--resources <id,id>]
-  npm run cli -- keys list --tenant <id>
-  npm run cli -- keys revoke --tenant <id> --id <key id>
+  npm run cli -- keys create --operator [--name <text>] [--expires-at <ISO time>]
+                 (an operator key: it manages tenants and makes portal links, through the API)
+  npm run cli -- keys list --tenant <id> | --operator
+  npm run cli -- keys revoke --tenant <id> | --operator --id <key id>
+${TENANTS_USAGE}
   npm run cli -- dlq replay --destination <destination id> [--no-progress]
 ${DEAD_LETTERS_USAGE}
   npm run cli -- secrets rotate
@@ -73,6 +77,8 @@ ${REPLAYS_USAGE}`;
 async function main(argv: string[]): Promise<void> {
   if (argv[0] === 'destinations' && !argv.includes('--help') && !argv.includes('-h')) return void process.stdout.write(`${JSON.stringify(await destinationsCommand(argv.slice(1)))}\n`);
   if (argv[0] === 'ingesters' && !argv.includes('--help') && !argv.includes('-h')) return void process.stdout.write(`${JSON.stringify(await ingestersCommand(argv.slice(1)))}\n`);
+  if (argv[0] === 'tenants' && !argv.includes('--help') && !argv.includes('-h')) return void process.stdout.write(`${JSON.stringify(await tenantsCommand(argv.slice(1)))}\n`);
+  if (argv[0] === 'portal' && !argv.includes('--help') && !argv.includes('-h')) return void process.stdout.write(`${JSON.stringify(await portalCommand(argv.slice(1)))}\n`);
   const { positionals, values } = parseArgs({
     args: argv,
     allowPositionals: true,
@@ -150,16 +156,16 @@ async function main(argv: string[]): Promise<void> {
   const command = positionals.join(' ');
   switch (command) {
     case 'keys create': {
-      const key = await keysCreate({ tenant: values.tenant, scopes: values.scopes, expiresAt: values['expires-at'], resources: values.resources, name: values.name });
+      const key = await keysCreate({ operator: values.operator, tenant: values.tenant, scopes: values.scopes, expiresAt: values['expires-at'], resources: values.resources, name: values.name });
       process.stdout.write(`${JSON.stringify({ tenant_id: key.tenant_id, key_id: key.key_id, api_key: key.api_key, scopes: key.scopes })}\n`);
       return;
     }
     case 'keys list': {
-      process.stdout.write(`${JSON.stringify(await keysList({ tenant: values.tenant }))}\n`);
+      process.stdout.write(`${JSON.stringify(await keysList({ tenant: values.tenant, operator: values.operator }))}\n`);
       return;
     }
     case 'keys revoke': {
-      process.stdout.write(`${JSON.stringify(await keysRevoke({ tenant: values.tenant, id: values.id }))}\n`);
+      process.stdout.write(`${JSON.stringify(await keysRevoke({ tenant: values.tenant, id: values.id, operator: values.operator }))}\n`);
       return;
     }
     case 'dlq replay': {

@@ -1,8 +1,8 @@
-import { apiTarget, callApi } from './api-client';
+import type { ReplayCreate, ReplayJob } from '../clients/typescript/src';
+import { dataOf, tenantApi } from './api-client';
 import { CliError } from './connect';
 
 type Values = Record<string, string | string[] | boolean | undefined>;
-type Job = Record<string, unknown> & { id: string; status: string };
 
 export const REPLAYS_USAGE = `  npm run cli -- replays start --tenant <id> --from <RFC 3339 time> --to <RFC 3339 time> [--destination <id>] [--status delivered|failed] [--event-type <type>] [--wait]
   npm run cli -- replays status <replay id> --tenant <id>
@@ -24,7 +24,7 @@ export async function replaysCommand(args: string[], values: Values, out: (line:
   const what = `replays ${sub ?? ''}`.trim();
   const one = (): string => {
     if (rest.length !== 1 || !rest[0]) throw new CliError(`${what} takes one replay id (rpl_...)\n${REPLAYS_USAGE}`);
-    return encodeURIComponent(rest[0]);
+    return rest[0];
   };
   switch (sub) {
     case 'start': {
@@ -32,20 +32,21 @@ export async function replaysCommand(args: string[], values: Values, out: (line:
       const from = str(values.from);
       const to = str(values.to);
       if (!from || !to) throw new CliError('replays start needs --from <time> and --to <time> (RFC 3339, e.g. 2026-11-26T00:00:00Z)');
-      const target = apiTarget(values, what);
-      const body: Record<string, string> = { from, to };
+      const { client, tenant_id } = tenantApi(values, what);
+      const body: ReplayCreate = { from, to };
       const destination = str(values.destination);
       const status = str(values.status);
       const eventType = str(values['event-type']);
       if (destination) body.destination_id = destination;
-      if (status) body.status = status;
+      // the API names the statuses it takes when given another
+      if (status) body.status = status as ReplayCreate['status'];
       if (eventType) body.event_type = eventType;
-      let job = (await callApi(target, 'POST', '/replays', { body })).body as Job;
+      let job: ReplayJob = await dataOf(client.POST('/v1/tenants/{tenant_id}/replays', { params: { path: { tenant_id } }, body }));
       out(JSON.stringify(job));
       if (values.wait === true) {
         while (job.status === 'running') {
           await new Promise((r) => setTimeout(r, WAIT_POLL_MS));
-          job = (await callApi(target, 'GET', `/replays/${encodeURIComponent(job.id)}`)).body as Job;
+          job = await dataOf(client.GET('/v1/tenants/{tenant_id}/replays/{replay_id}', { params: { path: { tenant_id, replay_id: job.id } } }));
         }
         out(JSON.stringify(job));
         if (job.status === 'failed') throw new CliError(`replay job ${job.id} failed: ${String(job.error)}`);
@@ -53,18 +54,20 @@ export async function replaysCommand(args: string[], values: Values, out: (line:
       return;
     }
     case 'status':
-      out(JSON.stringify((await callApi(apiTarget(values, what), 'GET', `/replays/${one()}`)).body));
+    case 'cancel': {
+      const { client, tenant_id } = tenantApi(values, what);
+      const params = { path: { tenant_id, replay_id: one() } };
+      const path = '/v1/tenants/{tenant_id}/replays/{replay_id}';
+      out(JSON.stringify(await dataOf(sub === 'status' ? client.GET(path, { params }) : client.DELETE(path, { params }))));
       return;
-    case 'cancel':
-      out(JSON.stringify((await callApi(apiTarget(values, what), 'DELETE', `/replays/${one()}`)).body));
-      return;
+    }
     case 'list': {
       if (rest.length > 0) throw new CliError(`replays list takes no positional argument\n${REPLAYS_USAGE}`);
-      const target = apiTarget(values, what);
-      const replays: unknown[] = [];
+      const { client, tenant_id } = tenantApi(values, what);
+      const replays: ReplayJob[] = [];
       let cursor: string | undefined;
       do {
-        const page = (await callApi(target, 'GET', '/replays', { query: { limit: 200, cursor } })).body as { replays: unknown[]; next_cursor: string | null };
+        const page = await dataOf(client.GET('/v1/tenants/{tenant_id}/replays', { params: { path: { tenant_id }, query: { limit: 200, cursor } } }));
         replays.push(...page.replays);
         cursor = page.next_cursor ?? undefined;
       } while (cursor);

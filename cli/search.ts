@@ -1,4 +1,5 @@
-import { apiTarget, callApi, queryOf } from './api-client';
+import type { Query } from '../clients/typescript/src';
+import { dataOf, queryOf, tenantApi } from './api-client';
 
 type Values = Record<string, string | string[] | boolean | undefined>;
 
@@ -13,7 +14,7 @@ export const SEARCH_OPTIONS = {
   text: 'q',
   limit: 'limit',
   cursor: 'cursor',
-} as const;
+} as const satisfies Record<string, keyof Query<'listDeliveries'>>;
 
 /**
  * `search`: one page of GET /v1/tenants/{tenant}/deliveries with the given filters, the API's
@@ -21,6 +22,6 @@ export const SEARCH_OPTIONS = {
  * checks the values; its refusal comes back as one line.
  */
 export async function searchDeliveries(values: Values): Promise<unknown> {
-  const target = apiTarget(values, 'search');
-  return (await callApi(target, 'GET', '/deliveries', { query: queryOf(values, SEARCH_OPTIONS) })).body;
+  const { client, tenant_id } = tenantApi(values, 'search');
+  return dataOf(client.GET('/v1/tenants/{tenant_id}/deliveries', { params: { path: { tenant_id }, query: queryOf<Query<'listDeliveries'>>(values, SEARCH_OPTIONS) } }));
 }

@@ -14,7 +14,7 @@ const root = path.resolve(__dirname, '..');
 const OUT = path.join(root, 'dist');
 const STAMP = '.build-stamp';
 /** The folders compiled: what the service and the CLI import. Tests, benchmarks and examples run from source. */
-const SOURCES = ['core', 'platform', 'infra', 'pipeline', 'api', 'cli', 'service'];
+const SOURCES = ['core', 'platform', 'infra', 'pipeline', 'api', 'cli', 'clients', 'service'];
 
 const SWC_OPTIONS = {
   jsc: { parser: { syntax: 'typescript' }, target: 'es2022' },

@@ -4,7 +4,7 @@ import { runScript } from './support/process';
 import { startReceiver, type Receiver } from './support/receiver';
 import { startTestService, type TestService } from './support/service';
 
-/** `destinations types|create|update|pause|resume|rotate-secret|changes|test-transformation` as a child process against the running API. */
+/** `destinations types|create|update|pause|resume|rotate-secret|changes|test-transformation|test-event` as a child process against the running API. */
 describe('cli destinations', () => {
   let svc: TestService;
   let receiver: Receiver;
@@ -61,12 +61,17 @@ describe('cli destinations', () => {
     const tried = await run(['test-transformation', String(created.id), '--body', '{"a":1}']);
     expect(tried).toMatchObject({ outcome: 'send', body: '{"wrapped":{"a":1}}' });
     expect((await run(['update', String(created.id), '--transformation-file', 'none'])).transformation).toBeNull();
+    // a test event: queued for that destination alone
+    const sent = await run(['test-event', String(created.id), '--body', '{"hello":"cli"}']);
+    expect(sent).toMatchObject({ destination_id: created.id, status: 'queued', event_type: null, delivery_id: expect.stringMatching(/^dlv_/) });
   }, 120_000);
 
   it('refuses with one line on stderr and exit 1', async () => {
     await fails(['create', '--name', 'no url'], /needs --name <text> and --url <url>/);
     await fails(['create', '--name', 'bad', '--type', 'kafka', '--url', 'kafka://127.0.0.1:9'], /^400 validation-error: .*config: is required for a kafka destination/);
     await fails(['test-transformation', id], /needs one of --payload/);
+    await fails(['test-event', id, '--body', '[1]'], /--body must be a JSON object/);
+    await fails(['test-event', id, '--event-type', 'no.such.type'], /^400 validation-error: .*event_type: the tenant's catalogue has no event type no\.such\.type/);
     await fails(['update', id, '--transformation-file', '/nonexistent/t.js'], /--transformation-file: cannot read \/nonexistent\/t\.js \(ENOENT\)/);
     await fails(['update', id, '--if-match', '"1"', '--name', 'stale'], /^412 precondition-failed: /);
     await fails(['update', id, '--patch', '{"colour":"red"}'], /^422 unprocessable-entity: .*colour: is not a member of this body/);

@@ -48,7 +48,7 @@ export function destinationTestEventsRouter(store: ConfigStore, replay: ReplayDe
     }
     const body = Buffer.from(JSON.stringify(payload));
     if (body.length > MAX_PAYLOAD_BYTES) throw new AppError('payload-too-large', `a test event's payload may be at most ${MAX_PAYLOAD_BYTES} bytes of JSON`);
-    const task = await queueTestEvent(replay, { tenantId: key.tenant_id, destination, body, contentType: 'application/json', reason: `test event${b.event_type ? ` of type ${b.event_type}` : ''} sent through the API (request ${String(res.getHeader('x-request-id'))})` });
+    const task = await queueTestEvent(replay, { tenantId: key.tenant_id, destination, body, contentType: 'application/json', eventType: b.event_type ?? null });
     res.status(202).json({ event_id: task.event_id, delivery_id: task.delivery_id, destination_id: destination.id, event_type: b.event_type ?? null, status: 'queued' });
   });
 

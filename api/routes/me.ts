@@ -20,7 +20,8 @@ export function meRouter(tenantOf: (id: string) => Tenant | undefined = () => un
       key_id: key.id,
       name: key.name ?? null,
       scopes: key.scopes,
-      resource_ids: key.resource_ids,
+      // a portal session shows the destinations it is limited to (the grant also lets it read the catalogue)
+      resource_ids: portal ? portal.destination_ids : key.resource_ids,
       expires_at: key.expires_at,
       ...(portal ? { portal: { tenant_name: tenant?.name ?? key.tenant_id, logo_url: tenant?.portal?.logo_url ?? null, accent_color: tenant?.portal?.accent_color ?? null } } : {}),
     });

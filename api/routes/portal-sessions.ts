@@ -28,16 +28,21 @@ export function portalSessionView(s: PortalSession) {
   };
 }
 
-/** The key-like grant a portal session stands for: its tenant, scopes and destinations, until it ends. */
-export function grantOfSession(s: PortalSession): ApiKey {
-  return { kind: 'api_key', id: s.id, tenant_id: s.tenant_id, secret_sha256: '', scopes: s.scopes, resource_ids: s.destination_ids, created_at: s.created_at, expires_at: s.expires_at, name: null, revoked_at: null };
+/**
+ * The key-like grant a portal session stands for: its tenant and scopes, until it ends. A session
+ * limited to some destinations is limited to those among the tenant's destinations only: the
+ * catalogue and the saved payloads stay readable (its scopes permitting), as the portal shows them.
+ */
+export function grantOfSession(s: PortalSession, store?: Pick<ConfigStore, 'list'>): ApiKey {
+  const resources = s.destination_ids && store ? [...s.destination_ids, ...store.list('event_type', s.tenant_id).map((t) => t.id), ...store.list('saved_payload', s.tenant_id).map((p) => p.id)] : s.destination_ids;
+  return { kind: 'api_key', id: s.id, tenant_id: s.tenant_id, secret_sha256: '', scopes: s.scopes, resource_ids: resources, created_at: s.created_at, expires_at: s.expires_at, name: null, revoked_at: null };
 }
 
-export function portalLookup(sessions: PortalSessions): PortalLookup {
+export function portalLookup(sessions: PortalSessions, store: Pick<ConfigStore, 'list'>): PortalLookup {
   return {
     grantOf: async (token) => {
       const session = await sessions.sessionOf(token);
-      return session ? { key: grantOfSession(session), session } : undefined;
+      return session ? { key: grantOfSession(session, store), session } : undefined;
     },
   };
 }

@@ -1,5 +1,6 @@
 import type { Ingester } from '../../core/model';
 import { isOperational } from '../../core/operational-events';
+import { isTestEvent } from '../../core/test-events';
 import { eventKey, webhookKey } from '../../core/record-keys';
 import { stageIo, type Topics } from '../../core/topics';
 import type { WebhookEvent } from '../../platform/avro/records';
@@ -20,8 +21,8 @@ export function validateStage(topics: Topics, config: IngesterLookup): RecordSta
     kind: 'record',
     ...stageIo(topics, 'validate', 'WebhookEvent'),
     async handle(event: WebhookEvent, { log, trace, span }): Promise<AnyOutput[]> {
-      // the service wrote an operational event itself: there is no ingester and nothing to verify
-      if (isOperational(event)) return [{ topic: topics.validated, key: eventKey(event), record: 'WebhookEvent', value: event }];
+      // the service wrote an operational or a test event itself: there is no ingester and nothing to verify
+      if (isOperational(event) || isTestEvent(event)) return [{ topic: topics.validated, key: eventKey(event), record: 'WebhookEvent', value: event }];
       const ingester = config.get('ingester', event.tenant_id, event.ingester_id);
       const verdict = ingester
         ? verifyRequest(ingester, { headers: event.headers, body: event.body, receivedAt: event.received_at })

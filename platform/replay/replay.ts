@@ -5,7 +5,8 @@ import type { Destination } from '../../core/model';
 import { deliveryKey, eventKey } from '../../core/record-keys';
 import type { Topics } from '../../core/topics';
 import type { AvroCodec } from '../avro/codec';
-import type { DeliveryTask, EventTransition } from '../avro/records';
+import type { DeliveryTask, EventTransition, WebhookEvent } from '../avro/records';
+import { TEST_EVENT_INGESTER_ID } from '../../core/test-events';
 import { CONFIG_VERSION_HEADER } from '../../core/config-version';
 import { beginTrace, endSpan, SPAN_ATTRIBUTES, SpanKind, traceLink } from '../tracing/tracing';
 
@@ -118,20 +119,35 @@ export async function queueReplays(deps: Omit<ReplayDeps, 'redis' | 'prefix'>, t
 }
 
 /**
- * Queues a test event to one destination: a new event (its own id) with its `received`
- * transition, and one delivery of it, both acknowledged by every in-sync replica before this
- * returns. The delivery is made, retried, recorded and proved like any other; only the event's
- * body is not stored as a received webhook's is (no Hook URL took it).
+ * Queues a test event to one destination: the event on `webhooks.received` under the test events'
+ * ingester id (stored by the sink as any event: its body, type and states; validated without a
+ * signature, routed nowhere by flows), and its one delivery, both acknowledged by every in-sync
+ * replica before this returns. The delivery is made, retried, recorded and proved like any other.
  */
-export async function queueTestEvent(deps: Omit<ReplayDeps, 'redis' | 'prefix'>, input: { tenantId: string; destination: Destination; body: Buffer; contentType: string; reason: string }): Promise<DeliveryTask> {
+export async function queueTestEvent(deps: Omit<ReplayDeps, 'redis' | 'prefix'>, input: { tenantId: string; destination: Destination; body: Buffer; contentType: string; eventType: string | null }): Promise<DeliveryTask> {
   const now = Date.now();
-  const task: DeliveryTask = {
-    delivery_id: newId('delivery', now),
+  const event: WebhookEvent = {
     event_id: newId('event', now),
     tenant_id: input.tenantId,
-    ingester_id: TEST_EVENT_INGESTER,
-    destination_id: input.destination.id,
+    ingester_id: TEST_EVENT_INGESTER_ID,
     correlation_id: newId('correlation', now),
+    received_at: now,
+    method: 'POST',
+    query: '',
+    headers: [{ name: 'content-type', value: input.contentType }],
+    content_type: input.contentType,
+    body: input.body,
+    source_ip: null,
+    event_type: input.eventType,
+    hops: 0,
+  };
+  const task: DeliveryTask = {
+    delivery_id: newId('delivery', now),
+    event_id: event.event_id,
+    tenant_id: input.tenantId,
+    ingester_id: TEST_EVENT_INGESTER_ID,
+    destination_id: input.destination.id,
+    correlation_id: event.correlation_id,
     attempt: 1,
     not_before: now,
     received_at: now,
@@ -140,7 +156,6 @@ export async function queueTestEvent(deps: Omit<ReplayDeps, 'redis' | 'prefix'>,
     replay_of: null,
     hops: 0,
   };
-  const received: EventTransition = { event_id: task.event_id, tenant_id: task.tenant_id, ingester_id: task.ingester_id, state: 'received', at: now, correlation_id: task.correlation_id, reason: input.reason, delivery_id: task.delivery_id, destination_id: task.destination_id };
   const { trace, span } = beginTrace('hookline.test_event', SpanKind.PRODUCER, undefined, () => ({
     [SPAN_ATTRIBUTES.tenantId]: task.tenant_id,
     [SPAN_ATTRIBUTES.eventId]: task.event_id,
@@ -149,11 +164,11 @@ export async function queueTestEvent(deps: Omit<ReplayDeps, 'redis' | 'prefix'>,
   }));
   const headers = { [CONFIG_VERSION_HEADER]: deps.config.version.toString(), ...trace };
   try {
-    const [taskValue, transitionValue] = await Promise.all([deps.codec.encode(deps.topics.deliveryRequested, 'DeliveryTask', task), deps.codec.encode(deps.topics.transitions, 'EventTransition', received)]);
+    const [taskValue, eventValue] = await Promise.all([deps.codec.encode(deps.topics.deliveryRequested, 'DeliveryTask', task), deps.codec.encode(deps.topics.received, 'WebhookEvent', event)]);
     await deps.producer.sendBatch({
       acks: -1,
       topicMessages: [
-        { topic: deps.topics.transitions, messages: [{ key: eventKey(task), value: transitionValue, headers }] },
+        { topic: deps.topics.received, messages: [{ key: eventKey(event), value: eventValue, headers }] },
         { topic: deps.topics.deliveryRequested, messages: [{ key: deliveryKey(task, input.destination), value: taskValue, headers }] },
       ],
     });
@@ -164,6 +179,3 @@ export async function queueTestEvent(deps: Omit<ReplayDeps, 'redis' | 'prefix'>,
   if (span) endSpan(span);
   return task;
 }
-
-/** The ingester id a test event carries: no Hook URL received it. */
-export const TEST_EVENT_INGESTER = 'test-event';

@@ -16,6 +16,7 @@ describe('portal sessions', () => {
   let acmeKey = '';
   let destA = '';
   let destB = '';
+  let eventTypeId = '';
   const expectProblem = (res: { status: number; headers: Headers; body: any }, status: number, slug: string) => {
     expect({ status: res.status, type: res.body?.type, detail: res.body?.detail }).toEqual({ status, type: `${svc.config.errorBase}/errors/${slug}`, detail: expect.any(String) });
     expect(problemViolations(res, svc.config.errorBase)).toEqual([]);
@@ -42,6 +43,7 @@ describe('portal sessions', () => {
     acmeKey = await svc.newKey(['write:destinations', 'read:destinations', 'write:portal-sessions', 'read:portal-sessions'], { tenantId: acme });
     destA = (await svc.api('POST', `/v1/tenants/${acme}/destinations`, { name: 'a', url: 'http://127.0.0.1:9/a' }, { key: acmeKey })).body.id;
     destB = (await svc.api('POST', `/v1/tenants/${acme}/destinations`, { name: 'b', url: 'http://127.0.0.1:9/b' }, { key: acmeKey })).body.id;
+    eventTypeId = (await svc.api('POST', `/v1/tenants/${acme}/event-types`, { name: 'order.created' }, { key: await svc.newKey(['write:event-types'], { tenantId: acme }) })).body.id;
   });
   afterAll(async () => {
     await svc?.stop();
@@ -70,10 +72,10 @@ describe('portal sessions', () => {
   });
 
   it('the link opens once, into an HttpOnly cookie that acts within the session, and only with its header', async () => {
-    const s = await newSession({ scopes: ['read:destinations'], destination_ids: [destA] });
+    const s = await newSession({ scopes: ['read:destinations', 'read:event-types'], destination_ids: [destA] });
     const opened = await open(codeOf(s.url));
     expect(opened.status).toBe(200);
-    expect(opened.body).toEqual({ tenant_id: acme, scopes: ['read:destinations'], destination_ids: [destA], expires_at: s.expires_at });
+    expect(opened.body).toEqual({ tenant_id: acme, scopes: ['read:destinations', 'read:event-types'], destination_ids: [destA], expires_at: s.expires_at });
     const setCookie = opened.headers.get('set-cookie')!;
     expect(setCookie).toMatch(/^hookline_portal=hls_[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Lax; Max-Age=\d+$/);
     const cookie = opened.cookie!;
@@ -81,11 +83,13 @@ describe('portal sessions', () => {
     expectProblem(await open(codeOf(s.url)), 401, 'unauthorized');
 
     const me = await asPortal(cookie, 'GET', '/v1/me');
-    expect(me.body).toMatchObject({ tenant_id: acme, key_id: s.id, scopes: ['read:destinations'], resource_ids: [destA], portal: { tenant_name: 'Acme Corp', logo_url: 'https://acme.test/logo.png', accent_color: '#ff5500' } });
+    expect(me.body).toMatchObject({ tenant_id: acme, key_id: s.id, scopes: ['read:destinations', 'read:event-types'], resource_ids: [destA], portal: { tenant_name: 'Acme Corp', logo_url: 'https://acme.test/logo.png', accent_color: '#ff5500' } });
     // only its destinations, only its scopes, only its tenant
     const list = await asPortal(cookie, 'GET', `/v1/tenants/${acme}/destinations`);
     expect(list.body.destinations.map((d: { id: string }) => d.id)).toEqual([destA]);
     expectProblem(await asPortal(cookie, 'GET', `/v1/tenants/${acme}/destinations/${destB}`), 403, 'permission-denied');
+    // limited to some destinations, it still reads the tenant's catalogue
+    expect((await asPortal(cookie, 'GET', `/v1/tenants/${acme}/event-types`)).body.event_types.map((t: { id: string }) => t.id)).toEqual([eventTypeId]);
     expectProblem(await asPortal(cookie, 'POST', `/v1/tenants/${acme}/destinations`, { name: 'c', url: 'http://127.0.0.1:9/c' }), 403, 'insufficient-scope');
     expectProblem(await asPortal(cookie, 'GET', `/v1/tenants/${svc.tenantId}/destinations`), 404, 'not-found');
     expectProblem(await asPortal(cookie, 'GET', '/v1/tenants'), 401, 'unauthorized');

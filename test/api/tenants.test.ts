@@ -118,8 +118,16 @@ describe('tenants', () => {
     await eventually('the held deliveries arrive', async () => (received(id).length === 4 ? true : undefined), 30_000);
     expect(new Set(received(id).map((q) => q.headers['webhook-id'])).size).toBe(4);
     expect(received(id).slice(1).map((q) => JSON.parse(q.body.toString()).held).sort()).toEqual([0, 1, 2]);
+    // a test event is stored as an event, its type with it
+    const sent = await svc.api('POST', `/v1/tenants/${id}/destinations/${t.destinationId}/test-events`, { payload: { stored: true } }, { key: t.key });
+    const readKey = await svc.newKey(['read:events'], { tenantId: id });
+    const stored = await eventually('the test event stored', async () => {
+      const e = await svc.api('GET', `/v1/tenants/${id}/events/${sent.body.event_id}`, undefined, { key: readKey });
+      return e.status === 200 ? e.body : undefined;
+    });
+    expect(stored).toMatchObject({ id: sent.body.event_id, ingester_id: 'test-event', body: '{"stored":true}' });
     expect((await hook(t.ingesterId, '{"n":4}')).status).toBe(202);
-    await eventually('webhooks accepted again after resuming', async () => (received(id).length === 5 ? true : undefined));
+    await eventually('webhooks accepted again after resuming', async () => (received(id).length === 6 ? true : undefined));
   }, 90_000);
 
   it("a tenant's own limits: more webhooks per Hook URL, more destinations, smaller bodies; another tenant keeps the settings", async () => {

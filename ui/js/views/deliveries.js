@@ -1,4 +1,5 @@
-// Delivery attempts, newest first, searched and paged: GET /v1/tenants/{tenant}/deliveries.
+// Delivery attempts, newest first, searched and paged: GET /v1/tenants/{tenant}/deliveries; a
+// failed one's event retried from its row (POST …/events/{event_id}/retry).
 
 import { h, replace } from '../dom.js';
 import { localInputToIso, short, when } from '../format.js';
@@ -18,21 +19,26 @@ export function codePill(code) {
 }
 
 export class Deliveries {
-  constructor(api, { onSelect, destinationName }) {
+  /** `canRetry`: whether a failed delivery's row offers a retry of its event; `onRetried(deliveryId)`. */
+  constructor(api, { onSelect, destinationName, canRetry = false, onRetried }) {
     this.api = api;
     this.onSelect = onSelect;
     this.destinationName = destinationName;
+    this.canRetry = canRetry;
+    this.onRetried = onRetried;
+    this.eventTypes = h('datalist', { id: 'delivery-event-types' });
     this.selected = null;
     this.filters = {};
     this.fields = {
-      status: h('select', { name: 'status', 'aria-label': 'Status' }, h('option', { value: '' }, 'Any status'), ['delivered', 'retrying', 'failed'].map((v) => h('option', { value: v }, v))),
+      status: h('select', { name: 'status', 'aria-label': 'Status' }, h('option', { value: '' }, 'Any status'), ['delivered', 'retrying', 'failed', 'dropped'].map((v) => h('option', { value: v }, v))),
       destination_id: h('select', { name: 'destination_id', 'aria-label': 'Destination' }, h('option', { value: '' }, 'Any destination')),
-      event_type: h('input', { name: 'event_type', type: 'text', placeholder: 'Event type', maxlength: 200 }),
-      response_code: h('input', { name: 'response_code', type: 'text', placeholder: 'Code: 503, 5xx', maxlength: 3, class: 'narrow' }),
+      event_type: h('input', { name: 'event_type', type: 'text', placeholder: 'Event type', 'aria-label': 'Event type', list: this.eventTypes.id, maxlength: 200 }),
+      response_code: h('input', { name: 'response_code', type: 'text', placeholder: 'Code: 503, 5xx', 'aria-label': 'Response code or class', maxlength: 3, class: 'narrow' }),
       from: h('input', { name: 'from', type: 'datetime-local', 'aria-label': 'From', title: 'From (local time)' }),
       to: h('input', { name: 'to', type: 'datetime-local', 'aria-label': 'To', title: 'To (local time)' }),
-      q: h('input', { name: 'q', type: 'search', placeholder: 'Search bodies…', maxlength: 200, class: 'grow' }),
+      q: h('input', { name: 'q', type: 'search', placeholder: 'Search bodies…', 'aria-label': 'Search the bodies', maxlength: 200, class: 'grow' }),
     };
+    this.retryOut = h('div', { class: 'replay-result', 'data-result': 'retry', role: 'status' });
     this.message = h('p', { class: 'form-error', role: 'alert' });
     this.body = h('tbody', {});
     this.pager = new CursorPager({
@@ -55,6 +61,7 @@ export class Deliveries {
         },
       },
       Object.values(this.fields),
+      this.eventTypes,
       h('button', { type: 'submit', class: 'button primary' }, 'Search'),
       h('button', { type: 'button', class: 'button ghost', onclick: () => this.reset(form) }, 'Reset'),
     );
@@ -64,7 +71,8 @@ export class Deliveries {
       h('header', { class: 'card-head' }, h('h2', {}, 'Deliveries'), h('span', { class: 'muted small' }, 'one row per attempt, newest first'), h('button', { type: 'button', class: 'button small push', onclick: () => this.refresh(), 'data-action': 'refresh' }, 'Refresh')),
       form,
       this.message,
-      h('div', { class: 'table-wrap' }, h('table', { class: 'table rows', 'data-table': 'deliveries' }, h('thead', {}, h('tr', {}, ['Time', 'Status', 'Code', 'Destination', 'Event type', 'Delivery', '#'].map((t) => h('th', {}, t)))), this.body)),
+      this.retryOut,
+      h('div', { class: 'table-wrap' }, h('table', { class: 'table rows', 'data-table': 'deliveries' }, h('thead', {}, h('tr', {}, ['Time', 'Status', 'Code', 'Destination', 'Event type', 'Delivery', '#', canRetry ? '' : null].filter((t) => t !== null).map((t) => h('th', {}, t)))), this.body)),
       this.pager.element,
     );
   }
@@ -80,6 +88,11 @@ export class Deliveries {
     const chosen = select.value;
     replace(select, h('option', { value: '' }, 'Any destination'), list.map((d) => h('option', { value: d.destination_id }, d.name)));
     select.value = list.some((d) => d.destination_id === chosen) ? chosen : '';
+  }
+
+  /** The event type names the filter suggests (the catalogue's). */
+  setEventTypes(names) {
+    replace(this.eventTypes, names.map((name) => h('option', { value: name })));
   }
 
   apply() {
@@ -112,7 +125,7 @@ export class Deliveries {
 
   render(items) {
     if (items.length === 0) {
-      replace(this.body, h('tr', {}, h('td', { colspan: 7, class: 'muted empty-row' }, 'No delivery attempts match.')));
+      replace(this.body, h('tr', {}, h('td', { colspan: this.canRetry ? 8 : 7, class: 'muted empty-row' }, 'No delivery attempts match.')));
       return;
     }
     replace(
@@ -137,8 +150,41 @@ export class Deliveries {
           h('td', { class: 'clip' }, d.event_type ?? h('span', { class: 'muted' }, '—')),
           h('td', { class: 'mono nowrap', title: d.id }, short(d.id, 12)),
           h('td', { class: 'num' }, String(d.attempt_number)),
+          this.canRetry ? h('td', {}, d.status === 'failed' ? this.retryButton(d) : null) : null,
         ),
       ),
     );
+  }
+
+  retryButton(d) {
+    const button = h(
+      'button',
+      {
+        type: 'button',
+        class: 'button small',
+        'data-action': 'retry-event',
+        title: 'Deliver the event again to each destination where it failed, as new deliveries',
+        onclick: (e) => {
+          e.stopPropagation();
+          this.retry(d, button);
+        },
+        onkeydown: (e) => e.stopPropagation(),
+      },
+      'Retry',
+    );
+    return button;
+  }
+
+  async retry(d, button) {
+    button.disabled = true;
+    replace(this.retryOut, h('p', { class: 'muted' }, 'Sending…'));
+    try {
+      const r = await this.api.post(`/events/${encodeURIComponent(d.event_id)}/retry`);
+      replace(this.retryOut, h('p', { class: 'ok-text', 'data-retry': 'queued' }, `Event ${d.event_id} queued again as ${r.delivery_ids.join(', ')}. `, h('button', { type: 'button', class: 'link', onclick: () => this.onSelect(r.delivery_id) }, 'Open it')));
+      this.onRetried?.(r.delivery_id);
+    } catch (err) {
+      button.disabled = false;
+      replace(this.retryOut, h('p', { class: 'bad-text', 'data-retry': 'refused' }, `Retry refused: ${err.message}`));
+    }
   }
 }

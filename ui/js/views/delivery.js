@@ -1,23 +1,15 @@
 // One delivery: the request its event sent, every attempt with its response, a replay, and the
 // evidence of its latest sealed attempt verified here in the page (evidence.js).
 
-import { ApiError } from '../api.js';
 import { h, replace } from '../dom.js';
 import { verifyEvidence } from '../evidence.js';
 import { bytes, dateTime, short } from '../format.js';
 import { bytesToHex, sha256 } from '../merkle.js';
 import { decodeBase64 } from '../signed-note.js';
 import { codePill, statusPill } from './deliveries.js';
+import { field, refusalText, section } from './parts.js';
 
 const utf8 = new TextEncoder();
-
-function section(title, ...body) {
-  return h('section', { class: 'detail-section' }, h('h3', {}, title), ...body);
-}
-
-function field(label, ...value) {
-  return h('div', { class: 'field' }, h('dt', {}, label), h('dd', {}, ...value));
-}
 
 /** A body for reading: JSON indented when it is JSON, else as it is. Only text nodes. */
 function bodyBlock(text, contentType) {
@@ -32,11 +24,11 @@ function bodyBlock(text, contentType) {
   return h('pre', { class: 'body' }, shown === '' ? h('span', { class: 'muted' }, '(empty)') : shown);
 }
 
-const problemText = (err) => (err instanceof ApiError && err.status === 403 ? `this key may not read it (${err.problem?.required_scope ?? err.slug})` : err.message);
-
 export class DeliveryDetail {
-  constructor(api, { tenantId, onReplayed, onOpen }) {
+  /** `can(scope)`: whether the session holds a scope; a replay it may not ask for is not offered. */
+  constructor(api, { tenantId, can = () => true, onReplayed, onOpen }) {
     this.api = api;
+    this.can = can;
     this.tenantId = tenantId;
     this.onReplayed = onReplayed;
     this.onOpen = onOpen;
@@ -69,7 +61,8 @@ export class DeliveryDetail {
   render(d, event, destination) {
     this.replayOut = h('div', { class: 'replay-result', 'data-result': 'replay', role: 'status' });
     this.evidenceOut = h('div', { class: 'evidence', 'data-result': 'evidence', role: 'status' });
-    const replayButton = h('button', { type: 'button', class: 'button', 'data-action': 'replay', disabled: d.status === 'retrying', title: d.status === 'retrying' ? 'Still retrying: it can be replayed once it ends' : 'Deliver this again as a new delivery', onclick: () => this.replay(replayButton) }, 'Replay');
+    const mayReplay = this.can(d.status === 'failed' ? 'write:events' : 'write:replays');
+    const replayButton = mayReplay ? h('button', { type: 'button', class: 'button', 'data-action': 'replay', disabled: d.status === 'retrying', title: d.status === 'retrying' ? 'Still retrying: it can be replayed once it ends' : 'Deliver this again as a new delivery', onclick: () => this.replay(replayButton) }, d.status === 'failed' ? 'Retry' : 'Replay') : null;
     const verifyButton = h('button', { type: 'button', class: 'button primary', 'data-action': 'verify', onclick: () => this.verify(verifyButton) }, 'Verify evidence');
     replace(
       this.element,
@@ -100,7 +93,7 @@ export class DeliveryDetail {
   requestSection(d, event, destination) {
     const url = destination instanceof Error ? null : destination.url;
     if (event instanceof Error) {
-      return section('Request', h('p', { class: 'request-line' }, h('span', { class: 'method' }, 'POST'), ' ', url ?? h('span', { class: 'mono' }, d.destination_id)), h('p', { class: 'muted' }, `The event's body: ${problemText(event)}.`));
+      return section('Request', h('p', { class: 'request-line' }, h('span', { class: 'method' }, 'POST'), ' ', url ?? h('span', { class: 'mono' }, d.destination_id)), h('p', { class: 'muted' }, `The event's body: ${refusalText(event)}.`));
     }
     this.hashOut = h('span', { class: 'muted small', 'data-result': 'body-hash' }, 'checking SHA-256…');
     return section(
@@ -163,7 +156,7 @@ export class DeliveryDetail {
           job = await this.api.get(`/replays/${encodeURIComponent(job.id)}`);
         }
       } catch (err) {
-        line.textContent += ` Its progress cannot be read: ${problemText(err)}.`;
+        line.textContent += ` Its progress cannot be read: ${refusalText(err)}.`;
         this.onReplayed();
         return;
       }
@@ -195,7 +188,7 @@ export class DeliveryDetail {
       const result = await verifyEvidence({ tenantId: this.tenantId, delivery, evidence, log });
       this.showEvidence(result, evidence);
     } catch (err) {
-      replace(this.evidenceOut, h('p', { class: 'bad-text', 'data-evidence': 'error' }, `Evidence: ${problemText(err)}`));
+      replace(this.evidenceOut, h('p', { class: 'bad-text', 'data-evidence': 'error' }, `Evidence: ${refusalText(err)}`));
     } finally {
       button.disabled = false;
     }

@@ -1,47 +1,18 @@
 // One destination: its type and what counts as delivered for it, its address, its config as its
-// type's schema describes it, its masked credentials, and its transformation, which can be tried
-// on a saved payload or a typed body (POST …/transformation/test, nothing sent or saved) and then
-// saved (PATCH, a JSON merge patch under If-Match).
+// type's schema describes it, its masked credentials, the event types it receives, and its
+// transformation (transformation-editor.js); and, as the session's scopes allow, changing,
+// pausing, rotating and deleting it, and sending it a test event.
 
-import { ApiError } from '../api.js';
 import { h, replace } from '../dom.js';
 import { dateTime } from '../format.js';
 import { destinationStatusPill, typeLabel } from './destinations.js';
-
-const CODE_ID = 'destination-transformation';
-const PAYLOAD_ID = 'transformation-payload';
-const BODY_ID = 'transformation-body';
-const ERRORS_ID = 'transformation-errors';
-/** The option of the payload select that runs on the body typed below. */
-const TYPED = '';
-
-const PLACEHOLDER = 'function transform(event) {\n  // event: { id, delivery_id, destination_id, attempt, content_type, received_at, body }\n  return { body: event.body };\n}';
-
-function section(title, ...body) {
-  return h('section', { class: 'detail-section' }, h('h3', {}, title), ...body);
-}
-
-function field(label, ...value) {
-  return h('div', { class: 'field' }, h('dt', {}, label), h('dd', {}, ...value));
-}
-
-const none = (text = '—') => h('span', { class: 'muted' }, text);
-
-/** A schema's description, its `backticked` parts as code: text nodes only. */
-function described(text) {
-  return String(text)
-    .split('`')
-    .map((part, i) => (i % 2 === 1 ? h('code', {}, part) : part));
-}
-
-/** Text that is JSON, indented; anything else as it is. */
-function pretty(text) {
-  try {
-    return JSON.stringify(JSON.parse(text), null, 2);
-  } catch {
-    return text;
-  }
-}
+import { eventTypeCatalog } from '../catalog.js';
+import { DestinationActions } from './destination-actions.js';
+import { DestinationForm } from './destination-form.js';
+import { described, field, none, section } from './parts.js';
+import { showSecretOnce } from './secret-notice.js';
+import { TestSend } from './test-send.js';
+import { TransformationEditor } from './transformation-editor.js';
 
 /** Credentials as the API shows them: the secret part already masked by the service. */
 function authText(auth) {
@@ -86,23 +57,39 @@ function configFields(config, info) {
   );
 }
 
+/** The event types a destination receives, each with its description from the catalogue. */
+function subscriptionList(chosen, catalog) {
+  if (chosen === null) return h('p', { 'data-subscriptions': 'all' }, 'All event types of its delivery flows.');
+  const descriptions = new Map(catalog instanceof Error ? [] : catalog.map((t) => [t.name, t.description]));
+  return h('ul', { class: 'subscriptions', 'data-subscriptions': 'chosen' }, chosen.map((name) => h('li', { 'data-subscribed': name }, h('span', { class: 'mono strong' }, name), descriptions.get(name) ? h('span', { class: 'muted small' }, ' ', described(descriptions.get(name))) : null)));
+}
+
 export class DestinationDetail {
-  constructor(api, { types, onSaved }) {
+  /**
+   * `types`: the destination types by name (a promise); `can(scope)`: whether the session holds a
+   * scope (what it may not do is not offered); `onSaved(destination)` after a change or creation,
+   * `onDeleted(id)`, `onOpenDelivery(id)` for a test event's delivery.
+   */
+  constructor(api, { types, can = () => true, onSaved, onDeleted, onOpenDelivery }) {
     this.api = api;
     this.types = types;
+    this.can = can;
     this.onSaved = onSaved;
+    this.onDeleted = onDeleted;
+    this.onOpenDelivery = onOpenDelivery;
     this.element = h('section', { class: 'card detail', 'data-panel': 'destination' });
     this.empty();
   }
 
   empty() {
     this.destination = null;
+    this.transformation = null;
     replace(this.element, h('div', { class: 'detail-empty' }, h('h2', {}, 'Destination'), h('p', { class: 'muted' }, 'Select a destination in the list to see its type, address and config, and to write and try its transformation before saving it.')));
   }
 
   /** Whether the code in the editor differs from the saved transformation. */
   get dirty() {
-    return Boolean(this.code && this.destination && this.code.value !== (this.destination.transformation ?? ''));
+    return Boolean(this.transformation?.dirty);
   }
 
   /** Whether another destination may replace this one: asks first when the editor holds unsaved code. */
@@ -110,10 +97,15 @@ export class DestinationDetail {
     return !this.dirty || this.destination.id === id || window.confirm(`Discard the unsaved transformation of ${this.destination.name}?`);
   }
 
-  /** Opens a destination; `keepCode` stays in the editor (a reload after someone else's change). */
-  async open(id, { keepCode } = {}) {
+  /** The event types (or the error reading them), when the session may read them. */
+  eventTypes() {
+    return this.can('read:event-types') ? eventTypeCatalog(this.api) : Promise.resolve(new Error('this session may not read the event types'));
+  }
+
+  /** Opens a destination; `keepCode` stays in the editor (a reload after someone else's change); `note` is said above it. */
+  async open(id, { keepCode, note } = {}) {
     // the same destination again: read anew, the code being written stays
-    if (keepCode === undefined && this.dirty && this.destination.id === id) keepCode = this.code.value;
+    if (keepCode === undefined && this.dirty && this.destination.id === id) keepCode = this.transformation.code.value;
     this.openedId = id;
     replace(this.element, h('p', { class: 'muted' }, 'Loading…'));
     let got;
@@ -123,22 +115,93 @@ export class DestinationDetail {
       if (this.openedId === id) replace(this.element, h('p', { class: 'form-error' }, `Destination ${id}: ${err.message}`));
       return;
     }
-    const [catalog, payloads] = await Promise.all([this.types, this.api.get('/saved-payloads', { limit: 200 }).then((a) => a.saved_payloads, (err) => err)]);
+    const payloads = this.can('read:payloads') ? this.api.get('/saved-payloads', { limit: 200 }).then((a) => a.saved_payloads, (err) => err) : new Error('this session may not read them');
+    const [catalog, saved, eventTypes] = await Promise.all([this.types, payloads, this.eventTypes()]);
     if (this.openedId !== id) return;
     this.destination = got.body;
     this.etag = got.etag;
-    this.render(got.body, catalog.get(got.body.type ?? 'webhook'), payloads, keepCode);
+    this.render(got.body, catalog.get(got.body.type ?? 'webhook'), saved, { keepCode, eventTypes, note });
   }
 
-  render(d, info, payloads, keepCode) {
+  /** The form of a new destination in the panel. */
+  async create() {
+    if (!this.mayLeave(null)) return;
+    this.openedId = null;
+    this.destination = null;
+    this.transformation = null;
+    const form = new DestinationForm(this.api, {
+      types: this.types,
+      catalog: await this.eventTypes(),
+      onCancel: () => this.empty(),
+      onDone: async (destination, _etag, secret) => {
+        this.onSaved?.(destination);
+        await showSecretOnce({ title: `Signing secret of ${destination.name}`, note: 'Every delivery to this destination carries a webhook-signature header made with this secret (Standard Webhooks).', secret });
+        await this.open(destination.id, { note: h('p', { class: 'ok-text', 'data-action-result': 'created' }, `Created ${destination.name}.`) });
+      },
+    });
+    replace(this.element, form.element);
+  }
+
+  /** The form of the destination shown, filled in. */
+  async edit() {
+    const d = this.destination;
+    const form = new DestinationForm(this.api, {
+      destination: d,
+      etag: this.etag,
+      types: this.types,
+      catalog: await this.eventTypes(),
+      onCancel: () => this.open(d.id),
+      onDone: (saved) => {
+        this.onSaved?.(saved);
+        this.open(saved.id, { note: h('p', { class: 'ok-text', 'data-action-result': 'saved' }, 'Saved.') });
+      },
+    });
+    replace(this.element, form.element);
+  }
+
+  render(d, info, payloads, { keepCode, eventTypes, note } = {}) {
     const type = d.type ?? 'webhook';
+    const actions = this.can('write:destinations')
+      ? new DestinationActions(this.api, {
+          destination: d,
+          etagOf: () => this.etag,
+          onEdit: () => this.edit(),
+          onChanged: (changed, etag, said) => {
+            this.destination = changed;
+            this.etag = etag;
+            this.onSaved?.(changed);
+            this.open(changed.id, { note: said });
+          },
+          onStale: () => this.open(d.id, { note: h('p', { class: 'bad-text', 'data-action-result': 'stale' }, 'The destination changed since it was opened: here it is as it is now; try again.') }),
+          onDeleted: (id) => {
+            this.empty();
+            this.onDeleted?.(id);
+          },
+        })
+      : null;
+    if (note && actions) replace(actions.out, note);
+    this.transformation = new TransformationEditor(this.api, {
+      destination: d,
+      etag: this.etag,
+      payloads,
+      keepCode,
+      onSaved: (saved, etag) => {
+        this.destination = saved;
+        this.etag = etag;
+        this.onSaved?.(saved);
+      },
+      onReload: (code) => this.open(d.id, { keepCode: code }),
+    });
+    const testSend = this.can('write:events') ? new TestSend(this.api, { destination: d, catalog: eventTypes, payloads, canFollow: this.can('read:deliveries'), onOpenDelivery: (id) => this.onOpenDelivery?.(id) }) : null;
     replace(
       this.element,
       h(
         'header',
         { class: 'detail-head' },
         h('div', {}, h('div', { class: 'eyebrow' }, 'Destination'), h('h2', { 'data-destination-name': '' }, d.name), h('span', { class: 'mono muted small', title: d.id }, d.id)),
+        actions?.element,
       ),
+      actions ? actions.out : note,
       h(
         'dl',
         { class: 'fields' },
@@ -151,228 +214,14 @@ export class DestinationDetail {
         field('Retry schedule', d.retry_schedule_ms ? h('span', { class: 'mono' }, d.retry_schedule_ms.map((ms) => `${ms} ms`).join(' · ')) : none('the service\'s')),
         field('Rate limit', d.rate_limit_per_s ? `${d.rate_limit_per_s}/s` : none('none')),
         field('Ordered', d.ordered ? 'yes, one at a time' : 'no'),
-        field('Event types', d.event_types ? h('span', { class: 'mono' }, d.event_types.join(', ')) : none('all of its flows')),
         field('Filter', d.filter ? `${d.filter.length} rule${d.filter.length === 1 ? '' : 's'}` : none('none')),
+        field('Secret', d.previous_secret_expires_at ? `rotated; the previous one signs until ${dateTime(d.previous_secret_expires_at)}` : none('shown once, when made')),
         info ? h('div', { class: 'field wide' }, h('dt', {}, 'Headers travel in'), h('dd', {}, info.headers_in)) : null,
       ),
+      section('Subscriptions', subscriptionList(d.event_types, eventTypes)),
+      testSend?.element,
       section(info?.title ? `Config · ${info.title}` : 'Config', configFields(d.config, info)),
-      this.transformationSection(d, payloads, keepCode),
+      this.transformation.element,
     );
   }
-
-  transformationSection(d, payloads, keepCode) {
-    this.code = h('textarea', {
-      id: CODE_ID,
-      name: 'transformation',
-      class: 'code-editor',
-      rows: 12,
-      spellcheck: 'false',
-      autocomplete: 'off',
-      autocapitalize: 'off',
-      wrap: 'off',
-      placeholder: PLACEHOLDER,
-      'aria-describedby': `${CODE_ID}-note ${ERRORS_ID}`,
-      oninput: () => this.edited({ typed: true }),
-      onkeydown: (e) => {
-        if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) {
-          e.preventDefault();
-          this.test();
-        }
-      },
-    });
-    this.code.value = keepCode ?? d.transformation ?? '';
-    this.state = h('span', { class: 'muted small', 'data-state': '', role: 'status' });
-    this.saveOut = h('div', { id: ERRORS_ID, class: 'save-result', 'data-result': 'transformation-save', role: 'alert' });
-    this.testOut = h('div', { class: 'transform-result', 'data-result': 'transformation-test', role: 'status' });
-    const list = payloads instanceof Error ? [] : payloads;
-    this.payload = h(
-      'select',
-      { id: PAYLOAD_ID, name: 'payload', onchange: () => this.bodyInUse() },
-      list.map((p) => h('option', { value: p.id }, p.name)),
-      h('option', { value: TYPED }, 'The body typed below'),
-    );
-    this.payload.value = list.length > 0 ? list[0].id : TYPED;
-    this.body = h('textarea', {
-      id: BODY_ID,
-      name: 'body',
-      class: 'code-editor small-editor',
-      rows: 5,
-      spellcheck: 'false',
-      autocomplete: 'off',
-      wrap: 'off',
-      placeholder: '{ "type": "order.created", "order": 1042 }',
-      // typing a body means running on it
-      oninput: () => {
-        this.payload.value = TYPED;
-        this.bodyInUse();
-      },
-    });
-    this.bodyNote = h('span', { class: 'muted small' });
-    this.testButton = h('button', { type: 'button', class: 'button', 'data-action': 'test-transformation', title: 'Run the code in the editor on the payload (Ctrl+Enter); nothing is sent or saved', onclick: () => this.test() }, 'Test');
-    this.saveButton = h('button', { type: 'button', class: 'button primary', 'data-action': 'save-transformation', title: 'Save the code in the editor as this destination\'s transformation (empty: none)', onclick: () => this.save() }, 'Save transformation');
-    this.revertButton = h('button', { type: 'button', class: 'button ghost', 'data-action': 'revert-transformation', title: 'Put the saved transformation back in the editor', onclick: () => this.revert() }, 'Revert');
-    const payloadNote = payloads instanceof Error ? h('p', { class: 'muted small' }, `Saved payloads: ${payloads instanceof ApiError && payloads.status === 403 ? 'this key may not read them' : payloads.message}; type a body instead.`) : list.length === 0 ? h('p', { class: 'muted small' }, 'No saved payload yet: type a body.') : null;
-    this.edited();
-    this.bodyInUse();
-    return h(
-      'section',
-      { class: 'detail-section transformation' },
-      h('h3', {}, 'Transformation'),
-      h('label', { for: CODE_ID, class: 'field-label' }, 'Code'),
-      h('p', { id: `${CODE_ID}-note`, class: 'muted small hint' }, 'JavaScript defining ', h('code', {}, 'function transform(event)'), ', run in a sandbox before every attempt. Return ', h('code', {}, 'null'), ' to drop the delivery, or ', h('code', {}, '{ body, headers?, method?, path? }'), '. Empty: bodies are sent as received.'),
-      this.code,
-      h(
-        'div',
-        { class: 'try-row' },
-        h('div', { class: 'try-payload' }, h('label', { for: PAYLOAD_ID, class: 'field-label' }, 'Run on'), this.payload, payloadNote),
-        h('div', { class: 'try-body' }, h('label', { for: BODY_ID, class: 'field-label' }, 'Body (JSON, or text) ', this.bodyNote), this.body),
-      ),
-      h('div', { class: 'toolbar' }, this.testButton, this.saveButton, this.revertButton, this.state),
-      this.saveOut,
-      this.testOut,
-    );
-  }
-
-  /** Says whether a run takes the typed body or the saved payload chosen. */
-  bodyInUse() {
-    const used = this.payload.value === TYPED;
-    this.body.classList.toggle('unused', !used);
-    this.bodyNote.textContent = used ? '' : '· not used while a saved payload is chosen';
-  }
-
-  /** Says whether the editor holds what is saved. */
-  edited({ typed = false } = {}) {
-    const saved = this.destination?.transformation ?? '';
-    const dirty = this.code.value !== saved;
-    this.state.dataset.state = dirty ? 'unsaved' : 'saved';
-    this.state.textContent = dirty ? 'Unsaved changes' : saved === '' ? 'No transformation saved: bodies are sent as received' : 'Saved';
-    this.state.className = dirty ? 'small warn-text' : 'muted small';
-    this.revertButton.disabled = !dirty;
-    // a result shown is of code the editor no longer holds
-    if (typed && this.testOut.hasChildNodes()) this.testOut.classList.add('stale');
-  }
-
-  revert() {
-    this.code.value = this.destination?.transformation ?? '';
-    this.code.removeAttribute('aria-invalid');
-    replace(this.saveOut);
-    this.edited();
-    this.code.focus();
-  }
-
-  /** Runs the code in the editor (or, with the editor empty, no code) on the chosen payload. */
-  async test() {
-    const d = this.destination;
-    if (!d) return;
-    const code = this.code.value;
-    const request = {};
-    let on;
-    if (this.payload.value !== TYPED) {
-      request.payload_id = this.payload.value;
-      on = `saved payload “${this.payload.selectedOptions[0]?.textContent ?? this.payload.value}”`;
-    } else {
-      const text = this.body.value;
-      if (text.trim() === '') {
-        replace(this.testOut, h('p', { class: 'bad-text', 'data-outcome': 'error' }, 'Type a body to run on, or choose a saved payload.'));
-        this.testOut.classList.remove('stale');
-        this.body.focus();
-        return;
-      }
-      try {
-        request.body = JSON.parse(text);
-        on = 'the JSON body typed';
-      } catch {
-        request.body = text;
-        on = 'the body typed, as text (it is not JSON)';
-      }
-    }
-    if (code.trim() !== '') request.transformation = code;
-    else if (d.transformation) {
-      replace(this.testOut, h('p', { class: 'muted', 'data-outcome': 'none' }, 'The editor is empty: without a transformation a delivery sends its body as received. Save to remove the saved transformation.'));
-      this.testOut.classList.remove('stale');
-      return;
-    }
-    this.testButton.disabled = true;
-    replace(this.testOut, h('p', { class: 'muted' }, 'Running…'));
-    this.testOut.classList.remove('stale');
-    try {
-      const result = await this.api.post(`/destinations/${encodeURIComponent(d.id)}/transformation/test`, request);
-      this.showTest(result, { on, code: code.trim() === '' ? 'no transformation' : code === (d.transformation ?? '') ? 'the saved code' : 'the code in the editor (not saved)' });
-    } catch (err) {
-      replace(this.testOut, h('div', { 'data-outcome': 'error' }, h('p', { class: 'bad-text' }, `Test refused: ${err.message}`), problemList(err)));
-    } finally {
-      this.testButton.disabled = false;
-    }
-  }
-
-  showTest(r, { on, code }) {
-    const cls = r.outcome === 'send' ? 'pill-ok' : r.outcome === 'drop' ? 'pill-warn' : 'pill-bad';
-    const meaning = r.outcome === 'send' ? 'an attempt would send this' : r.outcome === 'drop' ? 'the transformation returned null: nothing would be sent, the attempt is recorded as dropped' : 'the attempt would fail, and be retried as any failure';
-    const headers = Object.entries(r.headers ?? {});
-    replace(
-      this.testOut,
-      h(
-        'div',
-        { 'data-outcome': r.outcome },
-        h('div', { class: 'outcome-line' }, h('span', { class: `pill ${cls}`, 'data-test': 'outcome' }, r.outcome), h('span', {}, meaning), h('span', { class: 'muted small push', 'data-test': 'cpu' }, `${r.cpu_ms} ms CPU`)),
-        h('p', { class: 'muted small' }, `Ran ${code} on ${on}.`),
-        r.error ? h('pre', { class: 'body error-body', 'data-test': 'error' }, r.error) : null,
-        r.outcome === 'send'
-          ? [
-              h(
-                'dl',
-                { class: 'fields compact' },
-                field('Method', r.method ? h('span', { class: 'method', 'data-test': 'method' }, r.method) : none('as configured')),
-                field('Path', r.path ? h('span', { class: 'mono', 'data-test': 'path' }, r.path) : none('the URL\'s')),
-                field('Content type', r.content_type ? h('span', { class: 'mono', 'data-test': 'content-type' }, r.content_type) : none('as received')),
-                h('div', { class: 'field wide' }, h('dt', {}, 'SHA-256'), h('dd', { class: 'mono hash', 'data-test': 'sha256', title: 'what the attempt row and its evidence leaf carry' }, r.body_sha256 ?? '—')),
-              ),
-              h('div', { class: 'field-label' }, 'Headers added'),
-              headers.length === 0
-                ? h('p', { class: 'muted small', 'data-test': 'headers' }, 'none')
-                : h('table', { class: 'table compact', 'data-test': 'headers' }, h('tbody', {}, headers.map(([name, value]) => h('tr', {}, h('td', { class: 'mono' }, name), h('td', { class: 'mono' }, value))))),
-              h('div', { class: 'field-label' }, 'Body'),
-              h('pre', { class: 'body', 'data-test': 'body' }, r.body === undefined || r.body === '' ? none('(empty)') : pretty(r.body)),
-            ]
-          : null,
-      ),
-    );
-  }
-
-  /** Saves the editor's code (empty: no transformation), only over the version shown. */
-  async save() {
-    const d = this.destination;
-    if (!d) return;
-    const code = this.code.value;
-    const value = code.trim() === '' ? null : code;
-    this.saveButton.disabled = true;
-    replace(this.saveOut, h('p', { class: 'muted' }, 'Saving…'));
-    try {
-      const { body, etag } = await this.api.patch(`/destinations/${encodeURIComponent(d.id)}`, { transformation: value }, { ifMatch: this.etag });
-      this.destination = body;
-      if (etag) this.etag = etag;
-      if (value === null) this.code.value = '';
-      this.code.removeAttribute('aria-invalid');
-      replace(this.saveOut, h('p', { class: 'ok-text', 'data-save': 'saved' }, value === null ? 'Saved: no transformation, bodies are sent as received.' : `Saved at ${dateTime(body.updated_at).slice(11)}: deliveries from now on run it.`));
-      this.edited();
-      this.onSaved?.(body);
-    } catch (err) {
-      if (err instanceof ApiError && err.status === 412) {
-        const reload = h('button', { type: 'button', class: 'link', 'data-action': 'reload-destination', onclick: () => this.open(d.id, { keepCode: this.code.value }) }, 'Load the current version');
-        replace(this.saveOut, h('div', { 'data-save': 'conflict' }, h('p', { class: 'bad-text' }, 'Not saved: the destination changed since it was opened. '), h('p', {}, reload, ' (your code stays in the editor), then save again.')));
-      } else {
-        if (err instanceof ApiError && err.problem?.errors?.some((e) => e.field === 'transformation')) this.code.setAttribute('aria-invalid', 'true');
-        replace(this.saveOut, h('div', { 'data-save': 'refused' }, h('p', { class: 'bad-text' }, `Not saved: ${err.message}`), problemList(err)));
-      }
-    } finally {
-      this.saveButton.disabled = false;
-    }
-  }
-}
-
-/** The API's validation errors, one per field. */
-function problemList(err) {
-  const errors = err instanceof ApiError && Array.isArray(err.problem?.errors) ? err.problem.errors : [];
-  if (errors.length === 0) return null;
-  return h('ul', { class: 'field-errors' }, errors.map((e) => h('li', { 'data-field': e.field ?? '' }, h('span', { class: 'mono strong' }, e.field ?? ''), ' ', String(e.message ?? ''))));
 }

@@ -26,7 +26,8 @@ export function typeLabel(type, info) {
 }
 
 export class Destinations {
-  constructor(api, { types, onSelect }) {
+  /** `onCreate`: opens the form of a new destination; without it none is offered. */
+  constructor(api, { types, onSelect, onCreate }) {
     this.api = api;
     this.types = types;
     this.catalog = new Map();
@@ -50,7 +51,7 @@ export class Destinations {
     this.element = h(
       'section',
       { class: 'card destinations', 'data-panel': 'destinations', id: 'destinations' },
-      h('header', { class: 'card-head' }, h('h2', {}, 'Destinations'), h('span', { class: 'muted small' }, 'where deliveries go, oldest first; select one for its settings and to try its transformation'), h('button', { type: 'button', class: 'button small push', onclick: () => this.refresh(), 'data-action': 'refresh-destinations' }, 'Refresh')),
+      h('header', { class: 'card-head' }, h('h2', {}, 'Destinations'), h('span', { class: 'muted small' }, 'where deliveries go, oldest first; select one for its settings and to try its transformation'), h('button', { type: 'button', class: 'button small push', onclick: () => this.refresh(), 'data-action': 'refresh-destinations' }, 'Refresh'), onCreate ? h('button', { type: 'button', class: 'button small primary', onclick: () => onCreate(), 'data-action': 'new-destination' }, 'New destination') : null),
       this.message,
       h('div', { class: 'table-wrap' }, h('table', { class: 'table rows', 'data-table': 'destinations' }, h('thead', {}, h('tr', {}, ['Name', 'Type', 'URL', 'Status', 'Transform'].map((t) => h('th', {}, t)))), this.body)),
       this.pager.element,
