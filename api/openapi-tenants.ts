@@ -145,7 +145,7 @@ export function tenantSchemas(h: TenantSchemaHelpers): Json {
       properties: { ...sessionShown, url: { type: 'string', format: 'uri', description: 'Opens the portal signed in, once: `<PUBLIC_BASE_URL>/ui/?tenant=<id>#portal=<code>`. The code is in the fragment, so it reaches no server log; the page trades it for an HttpOnly session cookie.' } },
     },
     PortalSessionList: h.listOf('portal_sessions', 'PortalSession', `the tenant's live sessions (at most ${MAX_PORTAL_SESSIONS}), oldest first; one page`),
-    PortalSessionOpen: { type: 'object', required: ['code'], additionalProperties: false, properties: { code: { type: 'string', description: 'The code after `#portal=` in the link.' } } },
+    PortalSessionOpen: { type: 'object', required: ['code'], additionalProperties: false, properties: { code: { type: 'string', minLength: 1, maxLength: 100, description: 'The code after `#portal=` in the link.' } } },
     PortalSessionOpened: {
       type: 'object',
       required: ['tenant_id', 'scopes', 'destination_ids', 'expires_at'],

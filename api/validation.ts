@@ -4,7 +4,7 @@ import { validationError, type FieldError } from '../core/errors';
 import { openApiDocument, requestBodyComponents } from './openapi';
 
 /** The operations whose JSON body a route reads; the document names the component of each. */
-export const BODY_OPERATIONS = ['createDestination', 'createIngester', 'updateIngester', 'createDeliveryFlow', 'updateDeliveryFlow', 'createSavedPayload', 'createApiKey', 'patchDestination', 'replaceDestination', 'rotateDestinationSecret', 'createReplay', 'createEventType', 'replaceEventType', 'testDestinationTransformation', 'createTenant', 'updateTenant', 'createPortalSession', 'sendTestEvent'] as const;
+export const BODY_OPERATIONS = ['createDestination', 'createIngester', 'updateIngester', 'createDeliveryFlow', 'updateDeliveryFlow', 'createSavedPayload', 'createApiKey', 'patchDestination', 'replaceDestination', 'rotateDestinationSecret', 'createReplay', 'createEventType', 'replaceEventType', 'testDestinationTransformation', 'createTenant', 'updateTenant', 'createPortalSession', 'sendTestEvent', 'openPortalSession'] as const;
 export type BodyOperation = (typeof BODY_OPERATIONS)[number];
 
 let validators: Map<BodyOperation, ValidateFunction> | undefined;

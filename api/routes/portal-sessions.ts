@@ -1,5 +1,5 @@
 import express, { type Request, type Response, type Router } from 'express';
-import { AppError, notFound, validationError } from '../../core/errors';
+import { AppError, notFound } from '../../core/errors';
 import type { ApiKey } from '../../core/model';
 import { NOT_FOR_PORTALS, PORTAL_DEFAULT_SCOPES, type Scope } from '../../core/scopes';
 import type { ConfigStore } from '../../platform/config-store/config-store';
@@ -139,12 +139,9 @@ export function portalExchangeRouter(store: ConfigStore, sessions: PortalSession
   const router = express.Router();
 
   router.post('/', async (req: Request, res: Response) => {
-    const body = req.body as unknown;
-    const code = typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as { code?: unknown }).code : undefined;
-    if (typeof code !== 'string' || code === '') throw validationError([{ field: 'code', message: 'is required: the code after #portal= in the portal link' }]);
-    const extra = Object.keys(body as object).filter((k) => k !== 'code');
-    if (extra.length > 0) throw validationError(extra.map((field) => ({ field, message: 'is not a member of this body' })));
-    const opened = await sessions.open(code);
+    const check = validateBody<{ code: string }>('openPortalSession', req.body ?? {});
+    check.done();
+    const opened = await sessions.open(check.body.code);
     if (!opened) throw new AppError('unauthorized', 'this portal link has expired, was used already, or its session was revoked; ask for a new link');
     const { session, token } = opened;
     const tenant = store.tenant(session.tenant_id);

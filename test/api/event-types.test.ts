@@ -18,7 +18,8 @@ describe('event type catalogue', () => {
   it('creates, shows, lists a page at a time, replaces and deletes', async () => {
     const created = await svc.api('POST', base(), { name: 'invoice.paid', description: 'An invoice was paid.', schema: invoiceSchema });
     expect(created.status).toBe(201);
-    expect(created.body).toEqual({ id: expect.stringMatching(/^etp_[0-9a-z]{26}$/), name: 'invoice.paid', description: 'An invoice was paid.', schema: invoiceSchema, created_at: expect.any(String), updated_at: expect.any(String) });
+    // the example is built from the schema: each property's const, or a value of its type
+    expect(created.body).toEqual({ id: expect.stringMatching(/^etp_[0-9a-z]{26}$/), name: 'invoice.paid', description: 'An invoice was paid.', schema: invoiceSchema, example: { type: 'invoice.paid', data: { id: 'string', amount: 0 } }, created_at: expect.any(String), updated_at: expect.any(String) });
     const id = String(created.body.id);
     expect(created.headers.get('location')).toBe(`${base()}/${id}`);
     const stored = svc.service.store.get('event_type', svc.tenantId, id);

@@ -58,7 +58,7 @@ export class DestinationForm {
 
   render(typeCatalog, catalog) {
     const d = this.destination;
-    this.typeCatalog = typeCatalog.size > 0 ? typeCatalog : new Map([['webhook', { type: 'webhook', title: 'Webhook', config_schema: null, url_example: 'https://example.com/webhooks' }]]);
+    this.typeCatalog = typeCatalog.size > 0 ? typeCatalog : new Map([['webhook', { type: 'webhook', title: 'Webhook', config_schema: null, url_example: '' }]]);
     this.name = h('input', { id: ids.name, name: 'name', type: 'text', required: true, maxlength: 200, autocomplete: 'off' });
     this.name.value = d?.name ?? '';
     this.url = h('input', { id: ids.url, name: 'url', type: 'text', inputmode: 'url', required: true, spellcheck: 'false', autocomplete: 'off', class: 'mono' });
