@@ -136,8 +136,13 @@ describe('broker destinations', () => {
       await kafka.start();
       await kafka.waitForLeader(String(target.config.topic));
     }
-    const seen = await target.read(20, 60_000);
-    const numbers = seen.map((m) => JSON.parse(m.body.toString('utf8')).n as number);
+    // twins count among the messages read: read on until all 20 events are there (or the time is up)
+    const numberOf = (m: SeenMessage) => JSON.parse(m.body.toString('utf8')).n as number;
+    let seen = await target.read(20, 60_000);
+    for (const deadline = Date.now() + 90_000; new Set(seen.map(numberOf)).size < 20 && Date.now() < deadline; ) {
+      seen = await target.read(seen.length + 1, deadline - Date.now()).catch(() => seen);
+    }
+    const numbers = seen.map(numberOf);
     const unique = new Set(numbers);
     process.stderr.write(`${type} outage: 20 accepted, ${unique.size} delivered, ${numbers.length - unique.size} twins\n`);
     // nothing lost: every accepted event's message arrived
@@ -147,7 +152,7 @@ describe('broker destinations', () => {
       const rows = await attemptsOf(flow.destinationId);
       return events.every((e) => rows.some((d) => d.event_id === e && d.status === 'delivered')) ? true : undefined;
     }, 60_000);
-  }, 150_000);
+  }, 240_000);
 
   it('closes a destination\'s connection when it is paused or deleted, and opens it again on resume', async () => {
     const proxy = await startTcpProxy({ host: '127.0.0.1', port: SHARED_BROKERS.rabbitmq.port });
