@@ -172,14 +172,26 @@ export function createApp(options: ApiOptions): Express {
   // portal sessions live in Redis: one view per process
   let portal: PortalSessions | undefined;
   const portalOf = (s: ApiServices) => (portal ??= new PortalSessions(s.redis, s.redisPrefix));
-  /** What every authenticated route runs first: the key, the rate limit, the JSON body, idempotency. */
+  /** What every authenticated route runs first: the disabled write groups, the key, the rate limit, the JSON body, idempotency. */
   const commonOf = (s: ApiServices, auth: express.RequestHandler[]) => [
+    disabledGroupsOf(s),
     ...auth,
     // before idempotency, so a 429 is never stored as the answer to a key
     rateLimit({ redis: s.redis, prefix: s.redisPrefix, limits: s.rateLimits, timeoutMs: s.rateLimitTimeoutMs, routes: routesOf(), log: options.log }),
     jsonBody(),
     idempotency({ redis: s.redis, prefix: s.redisPrefix, ttlSeconds: s.idempotencyTtlSeconds, keyring: s.keyring, log: options.log }),
   ];
+  let disabledGroups: express.RequestHandler | undefined;
+  const disabledGroupsOf = (s: ApiServices) => {
+    if (!disabledGroups) {
+      const disabled = new Set(s.disabledWriteGroups);
+      disabledGroups = (_req, res, next) => {
+        res.locals.disabledWriteGroups = disabled;
+        next();
+      };
+    }
+    return disabledGroups;
+  };
   let tools: ListedTool[] | undefined;
   // rate-limit buckets are keyed by the documented route a request matches, never its raw spelling
   let routes: string[] | undefined;
@@ -217,11 +229,6 @@ export function createApp(options: ApiOptions): Express {
       '/v1/tenants/:tenantId/portal-sessions',
       whenReady((s) => {
         const sessions = express.Router({ mergeParams: true });
-        const disabled = new Set(s.disabledWriteGroups);
-        sessions.use((_req, res, next) => {
-          res.locals.disabledWriteGroups = disabled;
-          next();
-        });
         sessions.use(commonOf(s, [authenticate(inProcessOf(s).lookup(), onUse(s), portalLookup(portalOf(s), s.store)), requireTenantOrOperator((id) => s.store.tenant(id) !== undefined)]));
         sessions.use(portalSessionsRouter(s.store, portalOf(s), { publicBaseUrl: () => s.publicBaseUrl }));
         return sessions;
@@ -240,11 +247,6 @@ export function createApp(options: ApiOptions): Express {
       '/v1/tenants/:tenantId',
       whenReady((s) => {
         const tenant = express.Router({ mergeParams: true });
-        const disabled = new Set(s.disabledWriteGroups);
-        tenant.use((_req, res, next) => {
-          res.locals.disabledWriteGroups = disabled;
-          next();
-        });
         tenant.use(commonOf(s, [authenticate(inProcessOf(s).lookup(), onUse(s), portalLookup(portalOf(s), s.store)), requireTenant]));
         const destinationChanges = destinationChangeDepsOf(s, options.log);
         tenant.use('/destinations', destinationsRouter(s.store, s.claims, { httpsOnly: s.destinationHttpsOnly, refusalOf: s.refusalOfDestination, quotas: s.quotas, changes: destinationChanges.record, ...(destinationChanges.checkTransformation ? { checkTransformation: destinationChanges.checkTransformation } : {}) }));

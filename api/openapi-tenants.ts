@@ -1,5 +1,5 @@
 import { QUOTA_KINDS } from '../core/quotas';
-import { SCOPES } from '../core/scopes';
+import { NOT_FOR_PORTALS, PORTAL_DEFAULT_SCOPES, SCOPES } from '../core/scopes';
 import { MAX_FRAME_ANCESTORS, MAX_TENANT_METADATA, TENANT_STATES } from '../core/tenants';
 import type { TenantOperation } from './openapi';
 import { MAX_PORTAL_DESTINATIONS, MAX_PORTAL_SESSIONS, PORTAL_LINK_SECONDS, PORTAL_SESSION_SECONDS } from './routes/portal-sessions';
@@ -22,7 +22,7 @@ export interface TenantSchemaHelpers {
 
 const TENANT_ID_PATTERN_TEXT = '^[a-z0-9][a-z0-9_-]{0,62}$';
 const ORIGIN_PATTERN = '^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?$';
-const PORTAL_SCOPES = SCOPES.filter((s) => !['read:keys', 'write:keys', 'read:portal-sessions', 'write:portal-sessions', 'write:ingesters', 'read:ingesters', 'write:flows'].includes(s));
+const PORTAL_SCOPES = SCOPES.filter((s) => !NOT_FOR_PORTALS.includes(s));
 
 export function tenantSchemas(h: TenantSchemaHelpers): Json {
   const rate = (what: string): Json => ({
@@ -130,7 +130,7 @@ export function tenantSchemas(h: TenantSchemaHelpers): Json {
       required: [],
       additionalProperties: false,
       properties: {
-        scopes: { type: 'array', minItems: 1, items: { type: 'string', enum: PORTAL_SCOPES }, description: `Scopes of the session; default: ${['read:destinations', 'write:destinations', 'read:event-types', 'read:deliveries', 'read:events', 'write:events', 'read:evidence', 'read:payloads', 'read:stats'].map((s) => `\`${s}\``).join(', ')}. Keys, portal sessions and ingesters are never the portal's (400).` },
+        scopes: { type: 'array', minItems: 1, items: { type: 'string', enum: PORTAL_SCOPES }, description: `Scopes of the session; default: ${PORTAL_DEFAULT_SCOPES.map((s) => `\`${s}\``).join(', ')}. Keys, portal sessions and ingesters are never the portal's (400).` },
         destination_ids: { ...h.nullable({ type: 'array', minItems: 1, maxItems: MAX_PORTAL_DESTINATIONS, items: { type: 'string', pattern: '^dst_[0-9a-hjkmnp-tv-z]{26}$', 'x-pattern-message': 'is not a destination id' } }), description: `Limits the session to these destinations of the tenant (each must exist; at most ${MAX_PORTAL_DESTINATIONS}); it then cannot create destinations. \`null\` or absent: all of them.` },
         link_seconds: { type: 'integer', minimum: PORTAL_LINK_SECONDS.min, maximum: PORTAL_LINK_SECONDS.max, default: PORTAL_LINK_SECONDS.default, description: 'How long the link opens the portal (once), in seconds; never longer than the session.' },
         session_seconds: { type: 'integer', minimum: PORTAL_SESSION_SECONDS.min, maximum: PORTAL_SESSION_SECONDS.max, default: PORTAL_SESSION_SECONDS.default, description: 'How long the session lasts from now, in seconds; the browser\'s cookie ends with it.' },

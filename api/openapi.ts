@@ -1326,13 +1326,17 @@ function bodyAndLimitErrors(o: { tooLarge?: string; unprocessable?: string }): J
   };
 }
 
-function tenantOperation(o: TenantOperation): Json {
-  const write = o.scope.startsWith('write:');
+/**
+ * An authenticated operation: its successes, then the answers every such operation shares (400,
+ * 401, its 403, its 404, 409, 412, the body and limit errors), the Idempotency-Key of a write and
+ * the members that say who may call it (`access`).
+ */
+function authenticatedOperation(o: Omit<TenantOperation, 'scope' | 'forbidden'>, how: { write: boolean; forbidden: string; notFound: Json | undefined; access: Json }): Json {
   const responses: Json = { ...o.success };
   responses['400'] = ref('responses', 'BadRequest');
   responses['401'] = ref('responses', 'Unauthorized');
-  responses['403'] = ref('responses', o.forbidden);
-  responses['404'] = o.notFound ? { ...tenantError(`not-found: ${o.notFound}, or the tenant in the path is not the key's own.`, ['not-found']) } : ref('responses', 'NotFound');
+  responses['403'] = ref('responses', how.forbidden);
+  if (how.notFound) responses['404'] = how.notFound;
   if (o.conflict === 'IdempotencyConflict') responses['409'] = ref('responses', 'IdempotencyConflict');
   else if (o.conflict) responses['409'] = tenantError(`conflict: ${o.conflict.description}; or idempotency-conflict: the \`Idempotency-Key\` was used with a different request.`, ['conflict', 'idempotency-conflict']);
   if (o.preconditionFailed) responses['412'] = tenantError(`precondition-failed: ${o.preconditionFailed}`, ['precondition-failed']);
@@ -1342,13 +1346,21 @@ function tenantOperation(o: TenantOperation): Json {
     summary: o.summary,
     description: o.description,
     tags: [o.tag],
-    security: [{ bearerAuth: [o.scope] }],
-    'x-required-scope': o.scope,
+    ...how.access,
     'x-rate-limit-route': o.rateLimitRoute,
-    ...(o.parameters || write ? { parameters: [...(o.parameters ?? []), ...(write ? [ref('parameters', 'IdempotencyKey')] : [])] } : {}),
+    ...(o.parameters || how.write ? { parameters: [...(o.parameters ?? []), ...(how.write ? [ref('parameters', 'IdempotencyKey')] : [])] } : {}),
     ...(o.requestBody ? { requestBody: o.requestBody } : {}),
     responses,
   };
+}
+
+function tenantOperation(o: TenantOperation): Json {
+  return authenticatedOperation(o, {
+    write: o.scope.startsWith('write:'),
+    forbidden: o.forbidden,
+    notFound: o.notFound ? tenantError(`not-found: ${o.notFound}, or the tenant in the path is not the key's own.`, ['not-found']) : ref('responses', 'NotFound'),
+    access: { security: [{ bearerAuth: [o.scope] }], 'x-required-scope': o.scope },
+  });
 }
 
 /**
@@ -1356,27 +1368,12 @@ function tenantOperation(o: TenantOperation): Json {
  * `x-operator`; a tenant's key answers 403 permission-denied.
  */
 function operatorOperation(o: Omit<TenantOperation, 'scope' | 'forbidden'>): Json {
-  const write = !/^(get|list)/.test(o.operationId);
-  const responses: Json = { ...o.success };
-  responses['400'] = ref('responses', 'BadRequest');
-  responses['401'] = ref('responses', 'Unauthorized');
-  responses['403'] = ref('responses', 'ForbiddenOperator');
-  if (o.notFound) responses['404'] = tenantError(`not-found: ${o.notFound}.`, ['not-found']);
-  if (o.conflict === 'IdempotencyConflict') responses['409'] = ref('responses', 'IdempotencyConflict');
-  else if (o.conflict) responses['409'] = tenantError(`conflict: ${o.conflict.description}; or idempotency-conflict: the \`Idempotency-Key\` was used with a different request.`, ['conflict', 'idempotency-conflict']);
-  Object.assign(responses, bodyAndLimitErrors(o));
-  return {
-    operationId: o.operationId,
-    summary: o.summary,
-    description: o.description,
-    tags: [o.tag],
-    security: [{ bearerAuth: [] }],
-    'x-operator': true,
-    'x-rate-limit-route': o.rateLimitRoute,
-    ...(o.parameters || write ? { parameters: [...(o.parameters ?? []), ...(write ? [ref('parameters', 'IdempotencyKey')] : [])] } : {}),
-    ...(o.requestBody ? { requestBody: o.requestBody } : {}),
-    responses,
-  };
+  return authenticatedOperation(o, {
+    write: !/^(get|list)/.test(o.operationId),
+    forbidden: 'ForbiddenOperator',
+    notFound: o.notFound ? tenantError(`not-found: ${o.notFound}.`, ['not-found']) : undefined,
+    access: { security: [{ bearerAuth: [] }], 'x-operator': true },
+  });
 }
 
 const jsonBody = (name: string, description: string): Json => ({

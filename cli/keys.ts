@@ -33,6 +33,14 @@ function checkKeyFlags(body: Record<string, unknown>): void {
   throw new CliError(`--${flag} must be accepted by the API: ${problem.field} ${problem.message}`);
 }
 
+/** `--expires-at` as an ISO time, or null when not given. */
+function expiryOf(flag: string | undefined): string | null {
+  if (!flag) return null;
+  const t = Date.parse(flag);
+  if (Number.isNaN(t)) throw new CliError(`--expires-at "${flag}" is not an ISO 8601 time`);
+  return new Date(t).toISOString();
+}
+
 /** `keys create`: creates the tenant if needed and issues a key; the plain key is printed once. */
 export async function keysCreate(args: KeysCreateArgs): Promise<IssuedKey> {
   if (args.operator) return operatorKeyCreate(args);
@@ -42,12 +50,7 @@ export async function keysCreate(args: KeysCreateArgs): Promise<IssuedKey> {
   const { scopes, unknown } = parseScopes(args.scopes);
   if (unknown.length > 0) throw new CliError(`unknown scope ${unknown.join(', ')}; known: all, ${SCOPES.join(', ')}`);
   if (scopes.length === 0) throw new CliError('--scopes names no scope');
-  let expiresAt: string | null = null;
-  if (args.expiresAt) {
-    const t = Date.parse(args.expiresAt);
-    if (Number.isNaN(t)) throw new CliError(`--expires-at "${args.expiresAt}" is not an ISO 8601 time`);
-    expiresAt = new Date(t).toISOString();
-  }
+  const expiresAt = expiryOf(args.expiresAt);
   const resourceIds = args.resources ? args.resources.split(',').map((s) => s.trim()).filter(Boolean) : null;
   checkKeyFlags({ scopes, expires_at: expiresAt, resource_ids: resourceIds, ...(args.name === undefined ? {} : { name: args.name }) });
   const ctx = await connect();
@@ -71,12 +74,7 @@ export async function keysCreate(args: KeysCreateArgs): Promise<IssuedKey> {
  */
 async function operatorKeyCreate(args: KeysCreateArgs): Promise<IssuedKey> {
   if (args.tenant || args.scopes || args.resources) throw new CliError('keys create --operator takes no --tenant, --scopes or --resources: an operator key manages tenants, and holds none');
-  let expiresAt: string | null = null;
-  if (args.expiresAt) {
-    const t = Date.parse(args.expiresAt);
-    if (Number.isNaN(t)) throw new CliError(`--expires-at "${args.expiresAt}" is not an ISO 8601 time`);
-    expiresAt = new Date(t).toISOString();
-  }
+  const expiresAt = expiryOf(args.expiresAt);
   const ctx = await connect();
   try {
     await ctx.store.sync();

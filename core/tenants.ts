@@ -43,18 +43,10 @@ export function isSuspended(tenant: Pick<Tenant, 'state'> | undefined): boolean 
   return tenant?.state === 'suspended';
 }
 
-/** What the deployment's settings give when a tenant overrides nothing. */
-export interface LimitDefaults {
-  perHook: RateLimit | null;
-  perTenant: RateLimit | null;
-  maxBodyBytes: number;
-  quotas: Quotas;
-}
-
 const rate = (r: { limit: number; window_seconds: number }): RateLimit => ({ limit: r.limit, windowSeconds: r.window_seconds });
 
 /** The ingest rate limits of a tenant: its overrides where it has them, else the deployment's. */
-export function ingestLimitsOf(tenant: Tenant | undefined, defaults: Pick<LimitDefaults, 'perHook' | 'perTenant'>): { perHook: RateLimit | null; perTenant: RateLimit | null } {
+export function ingestLimitsOf(tenant: Tenant | undefined, defaults: { perHook: RateLimit | null; perTenant: RateLimit | null }): { perHook: RateLimit | null; perTenant: RateLimit | null } {
   const l = tenant?.limits;
   if (!l) return defaults;
   return {

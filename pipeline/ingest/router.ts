@@ -256,7 +256,7 @@ export function hookFastPath(
     if (!ingester) return fallback(req, res);
     const tenant = d.config.tenant?.(ingester.tenant_id);
     if (isSuspended(tenant)) return fallback(req, res);
-    const maxBodyBytes = tenant?.limits ? maxBodyBytesOf(tenant, d.maxBodyBytes) : d.maxBodyBytes;
+    const maxBodyBytes = maxBodyBytesOf(tenant, d.maxBodyBytes);
     const declared = req.headers['content-length'];
     if (declared !== undefined && !(Number(declared) <= maxBodyBytes)) return fallback(req, res);
 
