@@ -7,6 +7,7 @@ import { readRunFile } from '../infra/local';
 import { AvroCodec } from '../platform/avro/codec';
 import { ConfigStore } from '../platform/config-store/config-store';
 import { createKafka } from '../platform/kafka/client';
+import { DataKeys } from '../platform/secrets/data-keys';
 import { loadKeyring } from '../platform/secrets/keyring-source';
 
 /** A failure the CLI reports as one line on stderr, exiting 1. */
@@ -40,6 +41,8 @@ export async function connect(): Promise<CliContext> {
   await codec.register({ [topics.config]: 'ConfigEntry' });
   const store = new ConfigStore(kafka, codec, topics.config, keyring);
   await store.start();
+  // what the CLI writes to Kafka (replays) seals its bodies as the service does, and opens what it reads
+  codec.sealBodies(new DataKeys(store));
   return { config, topics, kafka, codec, store, keyring, close: () => store.stop() };
 }
 

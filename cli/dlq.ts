@@ -1,6 +1,7 @@
 import { Redis } from 'ioredis';
 import { SingleBar, Presets } from 'cli-progress';
 import type { DeliveryTask } from '../platform/avro/records';
+import { UnopenableBodyError } from '../core/secrets/body-seal';
 import { createProducer } from '../platform/kafka/client';
 import { TopicTable } from '../platform/kafka/topic-table';
 import { replayDelivery } from '../platform/replay/replay';
@@ -28,11 +29,15 @@ export async function dlqReplay(args: { destination: string | undefined; progres
   const redis = new Redis(redisUrl, { maxRetriesPerRequest: 2, lazyConnect: true });
   const producer = createProducer(ctx.kafka);
   const dead: DeliveryTask[] = [];
-  const table = new TopicTable<DeliveryTask>({
+  const table = new TopicTable<DeliveryTask | null>({
     kafka: ctx.kafka,
     topic: ctx.topics.deliveryDlq,
     groupIdPrefix: `${ctx.topics.deliveryDlq}-replay`,
-    decode: (value) => ctx.codec.decode('DeliveryTask', value),
+    // a delivery whose body no longer opens (its tenant erased) has nothing left to replay
+    decode: (value) => ctx.codec.decode('DeliveryTask', value).catch((err: unknown) => {
+      if (err instanceof UnopenableBodyError) return null;
+      throw err;
+    }),
     apply: (_key, task) => {
       if (task && task.destination_id === args.destination) dead.push(task);
     },

@@ -17,6 +17,7 @@ export const ID_PREFIX = {
   change: 'chg',
   deadLetter: 'dlt',
   portalSession: 'pss',
+  dataKey: 'dk',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIX;

@@ -188,7 +188,33 @@ export interface ReplayJob {
   finished_at: string | null;
 }
 
-export type Entity = Tenant | ApiKey | Destination | Ingester | DeliveryFlow | SavedPayload | EventType | ReplayJob;
+/**
+ * A tenant's data key: webhook bodies on Kafka are sealed with it (core/secrets/body-seal.ts), and
+ * destroying it leaves every copy unreadable. Made on the tenant's first need; never shown by the API.
+ */
+export interface DataKey {
+  kind: 'data_key';
+  /** `dk_` + ULID: what a sealed record's `body_key` names. */
+  id: string;
+  tenant_id: string;
+  /** 32 random bytes, base64; sealed with the keyring on the config topic like every secret. */
+  material: string;
+  created_at: string;
+}
+
+/**
+ * What is left of an erased tenant: its id and when it was erased, no data. It keeps the id from
+ * being created again and tells every stage to drop records of the tenant still in flight.
+ */
+export interface ErasedTenant {
+  kind: 'erased_tenant';
+  /** The erased tenant's id (the entity is keyed under it as its own tenant). */
+  id: string;
+  tenant_id: string;
+  erased_at: string;
+}
+
+export type Entity = Tenant | ApiKey | Destination | Ingester | DeliveryFlow | SavedPayload | EventType | ReplayJob | DataKey | ErasedTenant;
 export type EntityKind = Entity['kind'];
 
 /**

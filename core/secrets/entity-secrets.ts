@@ -6,7 +6,7 @@ import type { Keyring } from './keyring';
 /**
  * The secret members of a configuration entity: a destination's signing secrets (current and
  * the one a rotation replaced) and credentials,
- * an ingester's provider secrets. Each is sealed on its own, bound to its entity and member, as
+ * an ingester's provider secrets, a tenant's data key material. Each is sealed on its own, bound to its entity and member, as
  * the JSON of its value (a string, a list of strings, an object).
  */
 type Members = Record<string, unknown>;
@@ -14,6 +14,7 @@ type Members = Record<string, unknown>;
 function secretSlots(entity: Entity): { holder: 'entity' | 'config'; names: string[] } | undefined {
   if (entity.kind === 'destination') return { holder: 'entity', names: ['signing_secret', 'previous_signing_secret', 'auth'] };
   if (entity.kind === 'ingester') return { holder: 'config', names: Object.keys(entity.config).filter((k) => SECRET_FIELDS.test(k)) };
+  if (entity.kind === 'data_key') return { holder: 'entity', names: ['material'] };
   return undefined;
 }
 

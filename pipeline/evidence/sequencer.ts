@@ -292,7 +292,7 @@ export async function runEvidenceSequencer(topics: Topics, deps: RunnerDeps, opt
         next.set(partition, offset + 1n);
         if (message.value === null) continue;
         const decoded = await batch.decode<'DeliveryOutcome'>(message as typeof message & { value: Buffer });
-        if (decoded.undecodable !== undefined) letters.push(decoded.letter());
+        if (decoded.undecodable !== undefined) letters.push(...decoded.letters());
         const ok = decoded.undecodable === undefined;
         buffer.push({ leaf: ok ? pendingLeaf(decoded.value, partition, Number(offset)) : null, partition, offset, span: ok ? leafSpan(decoded.value, message.headers, topic) : undefined });
         if (buffer.length >= options.batchSize) await seal();

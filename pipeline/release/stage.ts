@@ -127,7 +127,7 @@ export async function runRelease(topics: Topics, config: ReleaseConfig, deps: Ru
     if (atTail) st.tail = offset + 1n;
     if (message.value === null) return [];
     const decoded = await batch.decode<'DeliveryTask'>(message as KafkaMessage & { value: Buffer });
-    if (decoded.undecodable !== undefined) return atTail ? stampVersion([decoded.letter()], requiredVersion(message.headers)) : [];
+    if (decoded.undecodable !== undefined) return atTail ? stampVersion(decoded.letters(), requiredVersion(message.headers)) : [];
     const task = decoded.value;
     const d = task.destination_id;
     const scan = st.scans.get(d);

@@ -61,15 +61,15 @@ export async function runDelayTiers(topics: Topics, deps: RunnerDeps, now: () =>
       }
       if (message.value !== null) {
         const decoded = await batch.decode<'DeliveryTask'>(message as typeof message & { value: Buffer });
-        const next = decoded.undecodable !== undefined ? decoded.letter() : forward(topics, decoded.value, now(), keptKey(message.key, () => eventKey(decoded.value)));
+        const next = decoded.undecodable !== undefined ? decoded.letters() : [forward(topics, decoded.value, now(), keptKey(message.key, () => eventKey(decoded.value)))];
         let trace = recordTraceOf(message.headers);
-        const span = decoded.undecodable === undefined ? waitSpan(decoded.value, batch.topic, next.topic === topics.deliveryRequested, trace, Number(message.timestamp)) : undefined;
+        const span = decoded.undecodable === undefined ? waitSpan(decoded.value, batch.topic, next[0]!.topic === topics.deliveryRequested, trace, Number(message.timestamp)) : undefined;
         if (span) {
           spans.push(span);
           trace = spanTrace(span, trace);
         }
         // the task goes on as it was decided: the deliver stage waits for the version it names
-        due.push(...stampVersion([next], consuming.config.decided(requiredVersion(message.headers)), trace));
+        due.push(...stampVersion(next, consuming.config.decided(requiredVersion(message.headers)), trace));
       }
       lastDue = message.offset;
     }

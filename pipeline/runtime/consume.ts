@@ -2,6 +2,8 @@ import type { Admin, Consumer, ConsumerConfig, EachBatchPayload, Kafka, KafkaMes
 import { errorMessage, type Logger } from '../../core/log';
 import { groupIdOf } from '../../core/topics';
 import { UndecodableRecordError, type AvroCodec } from '../../platform/avro/codec';
+import { UnopenableBodyError } from '../../core/secrets/body-seal';
+import { recordUnopenableBody } from '../../platform/metrics/sealed-bodies';
 import type { RecordName, RecordTypes } from '../../platform/avro/records';
 import type { RecordSender } from '../../platform/kafka/producer-lanes';
 import { watchConsumerLag } from '../../platform/metrics/consumer-lag';
@@ -49,9 +51,13 @@ export interface RunningStage {
 
 /**
  * A consumed record decoded as its topic's record, or, for bytes that never decode, why and
- * their dead letter (logged when made).
+ * their dead letter (logged when made). A record whose sealed body does not open (its tenant's
+ * data key destroyed) is `unopenable`: logged and counted already, it is dropped without a
+ * letter, which would only keep bytes nobody can read.
  */
-export type Decoded<N extends RecordName> = { value: RecordTypes[N]; undecodable?: undefined } | { value?: undefined; undecodable: string; letter(): Output<'DeadLetter'> };
+export type Decoded<N extends RecordName> =
+  | { value: RecordTypes[N]; undecodable?: undefined }
+  | { value?: undefined; undecodable: string; unopenable?: boolean; letters(): Output<'DeadLetter'>[] };
 
 /** One fetched batch of one partition, as a stage's batch handler sees it. */
 export interface ConsumedBatch {
@@ -245,13 +251,18 @@ export async function consume(deps: RunnerDeps, options: ConsumeOptions, handle:
     if (below === undefined) uncertainBelow.set(id, (below = BigInt(batch.highWatermark)));
     /** Why bytes never decode, and their dead letter; any other failure (the registry away) is thrown. */
     const failed = <N extends RecordName>(message: KafkaMessage & { value: Buffer }, err: unknown): Decoded<N> => {
+      if (err instanceof UnopenableBodyError) {
+        recordUnopenableBody();
+        log.warn('record dropped: its body does not open', { topic: batch.topic, partition: batch.partition, offset: message.offset, reason: err.message });
+        return { undecodable: err.message, unopenable: true, letters: () => [] };
+      }
       if (!(err instanceof UndecodableRecordError)) throw err;
       const letter = () => {
         // without a dead-letter topic such a record fails its batch, consumed again until it passes
         if (!deps.deadLetterTopic) throw err;
         return undecodableLetter(deps.deadLetterTopic, options.name, log, batch.topic, batch.partition, message, record, err);
       };
-      return { undecodable: undecodableReason(record, err), letter };
+      return { undecodable: undecodableReason(record, err), letters: () => [letter()] };
     };
     return {
       topic: batch.topic,

@@ -141,7 +141,7 @@ export async function runStage(stage: Stage, deps: RunnerDeps, until?: ReadonlyM
     const messages = inRange.filter((m): m is typeof m & { value: Buffer } => m.value !== null && !(until && m.headers?.[CHAINED_HEADER] !== undefined));
     const outputs = await mapInOrder(messages, recordStage.concurrency ?? 16, async (message) => {
       const decoded = await batch.decode(message);
-      if (decoded.undecodable !== undefined) return consuming.encode(stampVersion([decoded.letter()], requiredVersion(message.headers), recordTraceOf(message.headers)));
+      if (decoded.undecodable !== undefined) return consuming.encode(stampVersion(decoded.letters(), requiredVersion(message.headers), recordTraceOf(message.headers)));
       return handleRecord(recordStage, deps, consuming, decoded.value, contextOf(batch, consuming, message));
     });
     await sendDecided(batch, consuming, outputs.flat());

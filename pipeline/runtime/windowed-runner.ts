@@ -169,7 +169,7 @@ export async function runWindowedStage<N extends RecordName>(stage: RecordStage<
         let work: Promise<EncodedOutput[] | RecordTypes[N]>;
         try {
           const decoded = await batch.decode<N>(message as typeof message & { value: Buffer });
-          work = decoded.undecodable !== undefined ? consuming.encode(stampVersion([decoded.letter()], requiredVersion(message.headers), recordTraceOf(message.headers))) : Promise.resolve(decoded.value);
+          work = decoded.undecodable !== undefined ? consuming.encode(stampVersion(decoded.letters(), requiredVersion(message.headers), recordTraceOf(message.headers))) : Promise.resolve(decoded.value);
         } catch (err) {
           // a registry that does not answer (or bytes with nowhere to be set aside) fail the
           // batch, fetched again from this record: it must not hold a slot meanwhile

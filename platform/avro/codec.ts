@@ -3,6 +3,7 @@ import path from 'node:path';
 import { SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry';
 import { Type, type Resolver } from 'avsc';
 import { REPO_ROOT } from '../../core/paths';
+import { BodySealer, type BodyKeys, type SealableRecord } from '../../core/secrets/body-seal';
 import { SCHEMA_FILES, type RecordName, type RecordTypes } from './records';
 
 export const SCHEMA_DIR = path.join(REPO_ROOT, 'schemas');
@@ -20,12 +21,20 @@ export type TopicRecords = Partial<Record<string, RecordName>>;
  */
 export type RecordReader<T> = ((buffer: Buffer) => Promise<T>) & { now(buffer: Buffer): T | undefined };
 
+/** The records whose body is sealed on Kafka once the codec has the tenants' data keys (`sealBodies`). */
+const SEALED_RECORDS: ReadonlySet<RecordName> = new Set<RecordName>(['WebhookEvent', 'DeliveryTask']);
+
 /**
  * Avro in the Confluent wire format (magic byte, 4-byte schema id, Avro binary), with the
  * schemas registered once per subject at start. Readers decode with whatever writer schema
  * id a record carries, so producers that registered a compatible newer schema still work.
  * A schema is fetched once per id; from then on the stages encode and decode without a promise
  * (an id names the same schema for good).
+ *
+ * Given the tenants' data keys (`sealBodies`), the codec seals the body of every WebhookEvent and
+ * DeliveryTask it encodes and opens it on decoding (core/secrets/body-seal.ts): no stage writes
+ * a body in clear and every stage reads one, with nothing to do for it. A body that does not
+ * open throws UnopenableBodyError.
  */
 export class AvroCodec {
   private readonly ids = new Map<string, number>();
@@ -33,6 +42,7 @@ export class AvroCodec {
   private readonly types = new Map<string, Type>();
   /** Every writer schema met so far, by id. */
   private readonly writers = new Map<number, Type>();
+  private bodies: BodySealer | undefined;
 
   constructor(readonly registry: SchemaRegistry) {}
 
@@ -57,26 +67,37 @@ export class AvroCodec {
     );
   }
 
+  /** Seals the bodies of the records encoded from now on with the tenants' data keys, and opens those decoded. */
+  sealBodies(keys: BodyKeys): void {
+    this.bodies = new BodySealer(keys);
+  }
+
   schemaId(topic: string): number {
     const id = this.ids.get(topic);
     if (id === undefined) throw new Error(`no schema registered for topic ${topic}`);
     return id;
   }
 
-  encode<N extends RecordName>(topic: string, _name: N, value: RecordTypes[N]): Promise<Buffer> {
-    return this.registry.encode(this.schemaId(topic), value);
+  /** The record's bytes; a tenant's first record may wait for its data key to be made. */
+  async encode<N extends RecordName>(topic: string, name: N, value: RecordTypes[N]): Promise<Buffer> {
+    const id = this.schemaId(topic);
+    const stored = SEALED_RECORDS.has(name) ? (this.bodies ? await this.bodies.seal(value as SealableRecord) : inClear(value as SealableRecord)) : value;
+    return this.registry.encode(id, stored);
   }
 
   /**
    * `encode` without a promise, the same bytes: undefined when the topic has no schema registered
-   * here, or the value does not fit it (`encode` then rejects saying why).
+   * here, the value does not fit it (`encode` then rejects saying why), or its tenant's data key
+   * is still to be made.
    */
-  encodeNow<N extends RecordName>(topic: string, _name: N, value: RecordTypes[N]): Buffer | undefined {
+  encodeNow<N extends RecordName>(topic: string, name: N, value: RecordTypes[N]): Buffer | undefined {
     const type = this.types.get(topic);
     if (type === undefined) return undefined;
+    const stored = SEALED_RECORDS.has(name) ? (this.bodies ? this.bodies.sealNow(value as SealableRecord) : inClear(value as SealableRecord)) : value;
+    if (stored === undefined) return undefined;
     let avro: Buffer;
     try {
-      avro = type.toBuffer(value);
+      avro = type.toBuffer(stored);
     } catch {
       return undefined;
     }
@@ -92,15 +113,17 @@ export class AvroCodec {
    * holds, Avro that does not parse) throw {@link UndecodableRecordError}; a registry that cannot
    * be reached throws its own error, since the same bytes decode once it answers.
    */
-  async decode<N extends RecordName>(_name: N, buffer: Buffer): Promise<RecordTypes[N]> {
+  async decode<N extends RecordName>(name: N, buffer: Buffer): Promise<RecordTypes[N]> {
     const { id, writer } = await this.writerOf(buffer);
-    return decodeWith(writer, id, buffer) as RecordTypes[N];
+    const value = decodeWith(writer, id, buffer) as RecordTypes[N];
+    return this.bodies && SEALED_RECORDS.has(name) ? ((await this.bodies.open(value as SealableRecord)) as RecordTypes[N]) : value;
   }
 
   /**
    * Bytes of any record, decoded with their writer schema, with that schema's name (`WebhookEvent`):
    * for bytes whose record is not known beforehand (the input a dead letter carries). Fails as
-   * `decode` does.
+   * `decode` does. A body stays as stored (sealed when `body_key` names a key): readers of these
+   * records want whose they are, never their body.
    */
   async decodeNamed(buffer: Buffer): Promise<{ record: string; value: unknown }> {
     const { id, writer } = await this.writerOf(buffer);
@@ -108,20 +131,25 @@ export class AvroCodec {
     return { record: name.slice(name.lastIndexOf('.') + 1), value: decodeWith(writer, id, buffer) };
   }
 
-  /** `decode` without a promise: undefined while the writer schema of the bytes is not known here. */
-  decodeNow<N extends RecordName>(_name: N, buffer: Buffer): RecordTypes[N] | undefined {
+  /** `decode` without a promise: undefined while the writer schema of the bytes, or the key of its body, is not known here. */
+  decodeNow<N extends RecordName>(name: N, buffer: Buffer): RecordTypes[N] | undefined {
     const id = wireSchemaId(buffer);
     const writer = this.writers.get(id);
-    return writer === undefined ? undefined : (decodeWith(writer, id, buffer) as RecordTypes[N]);
+    if (writer === undefined) return undefined;
+    const value = decodeWith(writer, id, buffer) as RecordTypes[N];
+    return this.bodies && SEALED_RECORDS.has(name) ? (this.bodies.openNow(value as SealableRecord) as RecordTypes[N] | undefined) : value;
   }
 
   /**
    * A reader of some fields of `name` only: the others are skipped over, not built (for a
-   * WebhookEvent, no header strings and no body copy). Fails as `decode` does.
+   * WebhookEvent, no header strings and no body copy). Fails as `decode` does; a body read is opened.
    */
   projection<N extends RecordName, K extends keyof RecordTypes[N] & string>(name: N, fields: readonly K[]): RecordReader<Pick<RecordTypes[N], K>> {
     const full = JSON.parse(readSchema(name)) as { name: string; namespace?: string; fields: { name: string }[] };
-    const reader = Type.forSchema({ ...full, fields: full.fields.filter((f) => (fields as readonly string[]).includes(f.name)) } as never);
+    // a body opens only with what it is bound to
+    const opens = SEALED_RECORDS.has(name) && (fields as readonly string[]).includes('body');
+    const wanted = opens ? [...fields, 'tenant_id', 'event_id', 'received_at', 'body_key'] : (fields as readonly string[]);
+    const reader = Type.forSchema({ ...full, fields: full.fields.filter((f) => wanted.includes(f.name)) } as never);
     const resolvers = new Map<number, Resolver>();
     const read = (writer: Type, id: number, buffer: Buffer) => {
       try {
@@ -132,15 +160,19 @@ export class AvroCodec {
         throw undecodableAvro(id, err);
       }
     };
+    type Read = Pick<RecordTypes[N], K>;
     const later = async (buffer: Buffer) => {
       const { id, writer } = await this.writerOf(buffer);
-      return read(writer, id, buffer);
+      const value = read(writer, id, buffer);
+      return opens && this.bodies ? ((await this.bodies.open(value as unknown as SealableRecord)) as unknown as Read) : value;
     };
     return Object.assign(later, {
       now: (buffer: Buffer) => {
         const id = wireSchemaId(buffer);
         const writer = this.writers.get(id);
-        return writer === undefined ? undefined : read(writer, id, buffer);
+        if (writer === undefined) return undefined;
+        const value = read(writer, id, buffer);
+        return opens && this.bodies ? (this.bodies.openNow(value as unknown as SealableRecord) as unknown as Read | undefined) : value;
       },
     });
   }
@@ -158,6 +190,11 @@ export class AvroCodec {
       throw err;
     }
   }
+}
+
+/** A record written by a codec without data keys: its body in clear, whatever key a record it came from named. */
+function inClear<R extends SealableRecord>(record: R): R {
+  return record.body_key == null ? record : { ...record, body_key: null };
 }
 
 /** The schema id of bytes in the wire format; throws UndecodableRecordError for other bytes. */

@@ -16,6 +16,8 @@ export interface WebhookEvent {
   headers: Header[];
   content_type: string | null;
   body: Buffer;
+  /** The data key the body is sealed with on Kafka (the codec seals and opens it); null or absent: in clear. */
+  body_key?: string | null;
   source_ip: string | null;
   event_type: string | null;
   /** deliveries of this service the webhook already went through (X-Hookline-Hops); 0 by default */
@@ -49,6 +51,8 @@ export interface DeliveryTask {
   received_at: number;
   content_type: string | null;
   body: Buffer;
+  /** The data key the body is sealed with on Kafka (the codec seals and opens it); null or absent: in clear. */
+  body_key?: string | null;
   replay_of: string | null;
   /** the event's hop count; the delivery carries hops + 1 */
   hops: number;
@@ -56,6 +60,8 @@ export interface DeliveryTask {
   replay_job_id?: string | null;
   /** Send time the destination's rate limit reserved for this attempt (ms), once reserved. */
   slot_at?: number | null;
+  /** The type validation found for the event (absent from records written before the field). */
+  event_type?: string | null;
 }
 
 /** `dropped`: the destination's transformation returned null, and nothing was sent. */
@@ -82,6 +88,10 @@ export interface DeliveryOutcome {
   response_body?: string | null;
   /** The members this attempt's 410 Gone moved when it disabled the destination, as JSON; else null. */
   destination_change?: string | null;
+  /** The event's type, ingester and receipt time, from the task (absent from records written before the fields). */
+  event_type?: string | null;
+  ingester_id?: string;
+  received_at?: number | null;
 }
 
 export interface ConfigEntry {

@@ -85,7 +85,8 @@ describe('filter stage dead letters', () => {
       expect(letter.value.equals(source.value!)).toBe(true);
       expect(letter.key?.toString()).toBe(`${svc.tenantId}/${ing.body.id}`);
       expect(letter.key!.equals(source.key!)).toBe(true);
-      const event = await codec.decode('WebhookEvent', letter.value);
+      // the service's codec opens the body, sealed on Kafka with the tenant's data key
+      const event = await svc.service.apiServices!.replay.codec.decode('WebhookEvent', letter.value);
       expect(event.event_id).toBe(id);
       expect(event.body.toString()).toBe(body);
     }

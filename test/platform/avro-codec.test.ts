@@ -8,7 +8,7 @@ describe('Avro codec without promises', () => {
   const outcome: DeliveryOutcome = {
     delivery_id: 'dlv_1', event_id: 'evt_1', tenant_id: 'tenant-a', destination_id: 'dst_1', correlation_id: 'cor_1', attempt_number: 2,
     status: 'delivered', response_code: 200, attempted_at: 1_790_000_000_000, duration_ms: 12, error_message: null, body_sha256: 'ab'.repeat(32),
-    next_attempt_at: null, replay_of: null, replay_job_id: null, response_body: 'ok', destination_change: null,
+    next_attempt_at: null, replay_of: null, replay_job_id: null, response_body: 'ok', destination_change: null, event_type: null, ingester_id: '', received_at: null,
   };
 
   it('encodes registered topics as the registry client does, and leaves the rest to it', async () => {
