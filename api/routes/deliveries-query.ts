@@ -31,24 +31,8 @@ export function clickHouseTimeOf(raw: string): string | null {
  */
 export function searchFiltersOf(query: Record<string, unknown>): SearchFilters {
   const errors: Problem[] = [];
-  const single = (name: string): string | undefined => {
-    const v = query[name];
-    if (v === undefined) return undefined;
-    if (typeof v !== 'string') {
-      errors.push({ field: name, message: 'must be given once' });
-      return undefined;
-    }
-    return v;
-  };
-  const text = (name: string): string | null => {
-    const v = single(name);
-    if (v === undefined) return null;
-    if (v.length < 1 || v.length > MAX_SEARCH_TEXT) {
-      errors.push({ field: name, message: `must be 1 to ${MAX_SEARCH_TEXT} characters` });
-      return null;
-    }
-    return v;
-  };
+  const single = singleParamOf(query, errors);
+  const text = textParamOf(single, errors);
   const time = (name: string): string | null => {
     const v = single(name);
     if (v === undefined) return null;
@@ -89,4 +73,30 @@ export function cursorFiltersOf(status: string | null, f: SearchFilters): Record
     q: f.text,
   };
   return { status, ...Object.fromEntries(Object.entries(given).filter(([, v]) => v !== null)) };
+}
+
+/** A reader of query parameters given at most once: a repeated one is noted in `errors` and read as absent. */
+export function singleParamOf(query: Record<string, unknown>, errors: Problem[]): (name: string) => string | undefined {
+  return (name) => {
+    const v = query[name];
+    if (v === undefined) return undefined;
+    if (typeof v !== 'string') {
+      errors.push({ field: name, message: 'must be given once' });
+      return undefined;
+    }
+    return v;
+  };
+}
+
+/** A reader of a text parameter of 1 to MAX_SEARCH_TEXT characters; null when absent or refused (noted in `errors`). */
+export function textParamOf(single: (name: string) => string | undefined, errors: Problem[]): (name: string) => string | null {
+  return (name) => {
+    const v = single(name);
+    if (v === undefined) return null;
+    if (v.length < 1 || v.length > MAX_SEARCH_TEXT) {
+      errors.push({ field: name, message: `must be 1 to ${MAX_SEARCH_TEXT} characters` });
+      return null;
+    }
+    return v;
+  };
 }

@@ -22,5 +22,9 @@ export function blankOutcome(task: DeliveryTask, at: number): DeliveryOutcome {
     next_attempt_at: null,
     replay_of: task.replay_of ?? null,
     replay_job_id: task.replay_job_id ?? null,
+    // what the analytics group by (migration 013)
+    event_type: task.event_type ?? null,
+    ingester_id: task.ingester_id,
+    received_at: task.received_at,
   };
 }

@@ -92,6 +92,7 @@ export function routeStage(topics: Topics, config: FlowLookup, maxFanout: number
           replay_of: null,
           // records written before the field existed decode without it (writer's schema)
           hops: event.hops ?? 0,
+          event_type: event.event_type,
         };
         return { topic: topics.deliveryRequested, key: deliveryKey(task, config.get('destination', event.tenant_id, destinationId)), record: 'DeliveryTask', value: task };
       });

@@ -133,6 +133,9 @@ export function deliveryRow(o: DeliveryOutcome, traceId = '') {
     replay_of: o.replay_of ?? null,
     replay_job_id: o.replay_job_id ?? null,
     trace_id: traceId,
+    event_type: o.event_type ?? '',
+    ingester_id: o.ingester_id ?? '',
+    received_at: o.received_at == null ? null : chTime(o.received_at),
   };
 }
 

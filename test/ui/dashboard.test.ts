@@ -54,6 +54,7 @@ describe('dashboard', () => {
           delivery_id: newId('delivery'), event_id: event, tenant_id: svc.tenantId, destination_id: destination, correlation_id: 'c', attempt_number: 1,
           status: failed ? 'failed' : retrying ? 'retrying' : 'delivered', response_code: failed || retrying ? 503 : 200, attempted_at: at, duration_ms: 40,
           error_message: failed || retrying ? 'the destination answered 503' : null, body_sha256: '0'.repeat(64), next_attempt_at: null,
+          event_type: types[(minute + i) % types.length]!, received_at: at - 120,
         }));
         eventTypes.push({ tenant_id: svc.tenantId, event_id: event, event_type: types[(minute + i) % types.length], received_at: rows[rows.length - 1]!.attempted_at });
       }
@@ -142,6 +143,11 @@ describe('dashboard', () => {
       return n >= seeded + 3 ? n : undefined;
     }, 30_000, 500);
     expect(await page.locator('svg.chart .bar rect.fill-ok').count()).toBeGreaterThan(40);
+    // attempts per destination (by name) and per event type over the same window (GET .../analytics)
+    const groups = page.locator('[data-analytics="groups"]');
+    for (const group of [okDestination, failingDestination, 'order.created', 'order.paid', 'invoice.sent', 'order.shipped']) await groups.locator(`g[data-group="${group}"] rect`).first().waitFor();
+    expect(await groups.locator(`g[data-group="${okDestination}"] text`).first().textContent()).toBe('Orders service');
+    expect(await groups.locator(`g[data-group="${failingDestination}"] rect.fill-ok`).count()).toBe(0);
     await page.locator(`tr[data-destination="${failingDestination}"]`).waitFor();
     expect(await page.locator('tr[data-stage]').count()).toBe(6);
 

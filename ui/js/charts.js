@@ -101,3 +101,34 @@ export function meter(value, max, cls = 'ok') {
   if (w > 0) svg.append(s('rect', { x: 0, y: 0, width: w, height: 8, rx: 4, class: `fill-${cls}` }));
   return svg;
 }
+
+/**
+ * Attempts per group over the window (GET .../analytics with group_by), one row each: the name,
+ * a bar stacked by outcome on a scale shared by the rows, and the success rate and p95 latency.
+ */
+export function groupBars(groups, labelOf, { width = 510, row = 26, label = 150 } = {}) {
+  const height = Math.max(1, groups.length) * row + 6;
+  const svg = frame(width, height, 'Delivery attempts per group by outcome');
+  const note = 130;
+  const plotW = width - label - note - 12;
+  const max = Math.max(1, ...groups.map((g) => g.totals.attempts));
+  groups.forEach((g, i) => {
+    const t = g.totals;
+    const top = 3 + i * row;
+    const name = labelOf(g);
+    const group = s('g', { class: 'bar', 'data-group': g.other ? 'other' : (g.key ?? '') }, s('title', {}, `${name}: ${count(t.delivered)} delivered, ${count(t.retrying)} retrying, ${count(t.failed)} failed; p50 ${t.attempt_latency_ms.p50 ?? '–'} ms, p95 ${t.attempt_latency_ms.p95 ?? '–'} ms`));
+    group.append(s('text', { x: label - 8, y: top + row / 2 + 4, class: 'tick', 'text-anchor': 'end' }, name.length > 22 ? `${name.slice(0, 21)}…` : name));
+    let base = 0;
+    for (const [key, cls] of [['delivered', 'ok'], ['retrying', 'warn'], ['failed', 'bad']]) {
+      const v = t[key];
+      if (v <= 0) continue;
+      group.append(s('rect', { x: label + (base / max) * plotW, y: top + 4, width: Math.max(0.5, (v / max) * plotW), height: row - 10, class: `fill-${cls}`, rx: 2 }));
+      base += v;
+    }
+    const p95 = t.attempt_latency_ms.p95;
+    group.append(s('text', { x: width - 4, y: top + row / 2 + 4, class: 'tick', 'text-anchor': 'end' }, `${t.success_rate === null ? '–' : percent(t.success_rate)} · p95 ${p95 === null ? '–' : `${count(p95)} ms`}`));
+    svg.append(group);
+  });
+  if (groups.length === 0) svg.append(s('text', { x: width / 2, y: row / 2 + 6, class: 'empty', 'text-anchor': 'middle' }, 'No delivery attempts in this window'));
+  return svg;
+}

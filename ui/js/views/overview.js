@@ -1,8 +1,9 @@
 // Throughput and error rate over the window, the pipeline's lag per stage and the breakers of the
-// tenant's destinations: GET /v1/tenants/{tenant}/stats.
+// tenant's destinations: GET /v1/tenants/{tenant}/stats; attempts per destination and per event
+// type over the same window: GET /v1/tenants/{tenant}/analytics.
 
 import { h, replace } from '../dom.js';
-import { errorRateChart, meter, throughputChart } from '../charts.js';
+import { errorRateChart, groupBars, meter, throughputChart } from '../charts.js';
 import { ago, count, percent, short } from '../format.js';
 
 /** What a stage's consumer group does, for the lag table. */
@@ -32,8 +33,16 @@ export class Overview {
 
   async refresh(window) {
     let stats;
+    let byDestination;
+    let byType;
     try {
-      stats = await this.api.get('/stats', { window });
+      // minute buckets: the widest window (24 h) holds 1,440 of them
+      const range = { from: new Date(Date.now() - windowSeconds(window) * 1000).toISOString(), bucket: 'minute' };
+      [stats, byDestination, byType] = await Promise.all([
+        this.api.get('/stats', { window }),
+        this.api.get('/analytics', { ...range, group_by: 'destination' }),
+        this.api.get('/analytics', { ...range, group_by: 'event_type' }),
+      ]);
     } catch (err) {
       replace(this.element, h('section', { class: 'card' }, h('p', { class: 'form-error' }, `Stats: ${err.message}`)));
       return;
@@ -42,6 +51,7 @@ export class Overview {
     const t = stats.totals;
     const maxLag = stats.lag ? Math.max(0, ...stats.lag.stages.map((st) => st.lag)) : null;
     const open = (stats.breakers ?? []).filter((b) => b.state !== 'closed').length;
+    const names = new Map((stats.breakers ?? []).map((b) => [b.destination_id, b.name]));
     const bucket = stats.bucket_seconds >= 3600 ? `${stats.bucket_seconds / 3600} h` : `${stats.bucket_seconds / 60} min`;
     replace(
       this.element,
@@ -61,9 +71,26 @@ export class Overview {
         card('Throughput', `attempts per ${bucket}`, h('div', { class: 'legend' }, legend('ok', 'delivered'), legend('warn', 'retrying'), legend('bad', 'failed')), throughputChart(stats.buckets)),
         card('Error rate', `per ${bucket}`, h('div', { class: 'legend' }, legend('bad', 'attempts that did not deliver')), errorRateChart(stats.buckets)),
       ),
+      h(
+        'div',
+        { class: 'grid-two', 'data-analytics': 'groups' },
+        card('By destination', groupNote(byDestination), groupBars(byDestination.groups, (g) => (g.other ? 'other destinations' : (names.get(g.key) ?? g.key ?? '(none)')))),
+        card('By event type', groupNote(byType), groupBars(byType.groups, (g) => (g.other ? 'other types' : (g.key ?? '(no type)')))),
+      ),
       h('div', { class: 'grid-two' }, card('Pipeline lag', stats.lag ? `measured ${ago(stats.lag.measured_at)} · all tenants` : 'unavailable', lagTable(stats.lag)), card('Destinations and breakers', `${count(stats.destinations)} destinations`, breakerTable(stats.breakers))),
     );
   }
+}
+
+/** `15m`, `6h` in seconds. */
+function windowSeconds(window) {
+  const m = /^(\d+)([mh])$/.exec(window ?? '1h');
+  return m ? Number(m[1]) * (m[2] === 'h' ? 3600 : 60) : 3600;
+}
+
+function groupNote(a) {
+  const p = a.totals.end_to_end_latency_ms.p95;
+  return `attempts, success rate, p95 latency · end to end p95 ${p === null ? '–' : `${count(p)} ms`}`;
 }
 
 function windowText(seconds) {
