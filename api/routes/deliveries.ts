@@ -11,6 +11,14 @@ import { cursorFiltersOf, searchFiltersOf } from './deliveries-query';
 
 export const DELIVERY_STATUSES = ['delivered', 'retrying', 'failed', 'dropped'] as const;
 
+/** `status` of a deliveries search: one of DELIVERY_STATUSES, null when absent (422 otherwise). */
+export function deliveryStatusOf(raw: unknown): string | null {
+  if (raw !== undefined && (typeof raw !== 'string' || !(DELIVERY_STATUSES as readonly string[]).includes(raw))) {
+    throw new AppError('unprocessable-entity', `status must be one of ${DELIVERY_STATUSES.join(', ')}`);
+  }
+  return raw ?? null;
+}
+
 export function deliveriesRouter(clickhouse: ClickHouseClient, database: string): Router {
   const router = express.Router({ mergeParams: true });
 
@@ -18,12 +26,9 @@ export function deliveriesRouter(clickhouse: ClickHouseClient, database: string)
   router.get('/', requireScope('read:deliveries'), async (req, res) => {
     const key = authOf(res);
     const limit = parseLimit(req.query.limit);
-    const status = req.query.status;
-    if (status !== undefined && (typeof status !== 'string' || !(DELIVERY_STATUSES as readonly string[]).includes(status))) {
-      throw new AppError('unprocessable-entity', `status must be one of ${DELIVERY_STATUSES.join(', ')}`);
-    }
+    const status = deliveryStatusOf(req.query.status);
     const search = searchFiltersOf(req.query);
-    const filters = cursorFiltersOf(status ?? null, search);
+    const filters = cursorFiltersOf(status, search);
     let before: { at: string; id: string; n: number } | null = null;
     if (typeof req.query.cursor === 'string' && req.query.cursor !== '') {
       const [at, id, n] = decodeCursor(req.query.cursor, filters);
@@ -32,7 +37,7 @@ export function deliveriesRouter(clickhouse: ClickHouseClient, database: string)
       }
       before = { at, id, n };
     }
-    const rows = await listDeliveries(clickhouse, database, { tenant: key.tenant_id, status: status ?? null, search, before, destinationIds: key.resource_ids ?? null }, limit + 1);
+    const rows = await listDeliveries(clickhouse, database, { tenant: key.tenant_id, status, search, before, destinationIds: key.resource_ids ?? null }, limit + 1);
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
     const types = await eventTypesOf(clickhouse, database, key.tenant_id, page.map((r) => r.event_id));
@@ -69,12 +74,14 @@ export type AttemptRow = DeliveryRow & { next_attempt_at_text: string | null; re
 export async function attemptsOf(clickhouse: ClickHouseClient, database: string, key: ApiKey, deliveryId: string): Promise<AttemptRow[]> {
   const rs = await clickhouse.query({
     query: `SELECT delivery_id, attempt_number, event_id, destination_id, status, response_code, toString(attempted_at) AS attempted_at_text, error_message, body_sha256,
-                   if(isNull(next_attempt_at), NULL, toString(next_attempt_at)) AS next_attempt_at_text, response_body, trace_id
+                   if(isNull(next_attempt_at), NULL, toString(next_attempt_at)) AS next_attempt_at_text,
+                   if(body_expires_at <= now(), '', response_body) AS shown_response_body, trace_id
             FROM ${database}.deliveries FINAL WHERE tenant_id = {tenant:String} AND delivery_id = {id:String} ORDER BY attempt_number`,
     query_params: { tenant: key.tenant_id, id: deliveryId },
     format: 'JSONEachRow',
   });
-  const attempts = await rs.json<AttemptRow>();
+  // a response body past its retention is not shown, whether ClickHouse has cleared it yet or not
+  const attempts = (await rs.json<AttemptRow & { shown_response_body: string }>()).map(({ shown_response_body, ...a }): AttemptRow => ({ ...a, response_body: shown_response_body }));
   const last = attempts[attempts.length - 1];
   if (!last) throw new AppError('not-found', `delivery ${deliveryId} does not exist`);
   requireResourceOf(key, last.destination_id);

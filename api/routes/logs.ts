@@ -34,18 +34,22 @@ export function logsRouter(clickhouse: ClickHouseClient, database: string): Rout
   return router;
 }
 
+/** `level`, a minimum, and the levels it takes in (`warn`: warn and error); every level when absent (422 for another value). */
+export function logLevelsOf(raw: unknown): { level: string | null; levels: string[] } {
+  if (raw !== undefined && (typeof raw !== 'string' || !(LOG_LEVELS as readonly string[]).includes(raw))) {
+    throw new AppError('unprocessable-entity', `level must be one of ${LOG_LEVELS.join(', ')}`);
+  }
+  return { level: raw ?? null, levels: raw ? LOG_LEVELS.slice(LOG_LEVELS.indexOf(raw as (typeof LOG_LEVELS)[number])) : [...LOG_LEVELS] };
+}
+
 /**
  * One page of the tenant's log, newest first; with `resourceId`, only the lines that name that
  * resource (event, delivery, destination, ingester or correlation id).
  */
 export async function readLogs(clickhouse: ClickHouseClient, database: string, key: ApiKey, query: Record<string, unknown>, resourceId?: string) {
   const limit = parseLimit(query.limit);
-  const level = query.level;
-  if (level !== undefined && (typeof level !== 'string' || !(LOG_LEVELS as readonly string[]).includes(level))) {
-    throw new AppError('unprocessable-entity', `level must be one of ${LOG_LEVELS.join(', ')}`);
-  }
-  const levels = level ? LOG_LEVELS.slice(LOG_LEVELS.indexOf(level as (typeof LOG_LEVELS)[number])) : [...LOG_LEVELS];
-  const filters = { level: level ?? null, ...(resourceId === undefined ? {} : { resource: resourceId }) };
+  const { level, levels } = logLevelsOf(query.level);
+  const filters = { level, ...(resourceId === undefined ? {} : { resource: resourceId }) };
   const where = ['tenant_id = {tenant:String}', 'level IN {levels:Array(String)}'];
   const params: Record<string, unknown> = { tenant: key.tenant_id, levels, limit: limit + 1 };
   if (key.resource_ids) {

@@ -86,7 +86,7 @@ export function listDeliveriesSql(database: string, f: DeliveriesFilter, rows: n
  * (an event is received before its attempts; an attempt may come long after, so `from` does not
  * bound the events).
  */
-function searchConditions(database: string, s: SearchFilters, where: string[], params: Record<string, unknown>): { inResponse: string; inRequest: string } | null {
+export function searchConditions(database: string, s: SearchFilters, where: string[], params: Record<string, unknown>): { inResponse: string; inRequest: string } | null {
   const eventsWhere = ['tenant_id = {tenant:String}'];
   if (s.to) eventsWhere.push('received_at < {to:DateTime64(3)}');
   const eventsWith = (condition: string) => `event_id IN (SELECT event_id FROM ${database}.events WHERE ${[...eventsWhere, condition].join(' AND ')})`;
@@ -113,7 +113,8 @@ function searchConditions(database: string, s: SearchFilters, where: string[], p
   }
   if (s.text === null) return null;
   params.text = likePattern(s.text);
-  return { inResponse: textMatch('response_body'), inRequest: eventsWith(textMatch('body')) };
+  // a body past its retention is not searched, whether ClickHouse has cleared it yet or not
+  return { inResponse: `(${textMatch('response_body')} AND body_expires_at > now())`, inRequest: eventsWith(`${textMatch('body')} AND body_expires_at > now()`) };
 }
 
 /**

@@ -4,6 +4,7 @@
 import { h, replace } from '../dom.js';
 import { localInputToIso, short, when } from '../format.js';
 import { CursorPager } from '../pager.js';
+import { downloadExport, EXPORT_FORMATS } from '../export.js';
 
 const PAGE = 15;
 
@@ -39,6 +40,7 @@ export class Deliveries {
       q: h('input', { name: 'q', type: 'search', placeholder: 'Search bodies…', 'aria-label': 'Search the bodies', maxlength: 200, class: 'grow' }),
     };
     this.retryOut = h('div', { class: 'replay-result', 'data-result': 'retry', role: 'status' });
+    this.exportFormat = h('select', { name: 'export_format', 'aria-label': 'Export format', class: 'narrow' }, EXPORT_FORMATS.map((f) => h('option', { value: f.value }, f.label)));
     this.message = h('p', { class: 'form-error', role: 'alert' });
     this.body = h('tbody', {});
     this.pager = new CursorPager({
@@ -68,7 +70,7 @@ export class Deliveries {
     this.element = h(
       'section',
       { class: 'card deliveries' },
-      h('header', { class: 'card-head' }, h('h2', {}, 'Deliveries'), h('span', { class: 'muted small' }, 'one row per attempt, newest first'), h('button', { type: 'button', class: 'button small push', onclick: () => this.refresh(), 'data-action': 'refresh' }, 'Refresh')),
+      h('header', { class: 'card-head' }, h('h2', {}, 'Deliveries'), h('span', { class: 'muted small' }, 'one row per attempt, newest first'), h('button', { type: 'button', class: 'button small push', onclick: () => this.refresh(), 'data-action': 'refresh' }, 'Refresh'), this.exportFormat, h('button', { type: 'button', class: 'button small', onclick: () => this.export(), 'data-action': 'export', title: 'Download this search, oldest first' }, 'Export')),
       form,
       this.message,
       this.retryOut,
@@ -107,6 +109,17 @@ export class Deliveries {
       q: f.q.value.trim(),
     };
     return this.pager.restart();
+  }
+
+  /** Downloads the current search (the filters applied, not those only typed) in the chosen format. */
+  async export() {
+    this.message.textContent = '';
+    try {
+      const { more } = await downloadExport(this.api, 'deliveries', this.filters, this.exportFormat.value);
+      if (more) this.message.textContent = 'Downloaded the oldest 10,000 attempts of this search; narrow it (From, To) or use `npm run cli -- export deliveries` for all of them.';
+    } catch (err) {
+      this.message.textContent = err.message;
+    }
   }
 
   reset(form) {
