@@ -102,7 +102,7 @@ export function dashboardSchemas(h: DashboardSchemaHelpers): Json {
     ReceivedEvent: {
       type: 'object',
       description: `An event as its Hook URL received it: the bytes every delivery of it sends. At most ${MAX_EVENT_BODY_SHOWN} bytes of the body are shown.`,
-      required: ['id', 'ingester_id', 'correlation_id', 'event_type', 'received_at', 'content_type', 'body_sha256', 'body', 'body_encoding', 'body_bytes', 'body_truncated', 'body_verified'],
+      required: ['id', 'ingester_id', 'correlation_id', 'event_type', 'received_at', 'content_type', 'body_sha256', 'body', 'body_encoding', 'body_bytes', 'body_truncated', 'body_verified', 'body_expired'],
       properties: {
         id: h.schema('EventId'),
         ingester_id: h.schema('IngesterId'),
@@ -115,7 +115,8 @@ export function dashboardSchemas(h: DashboardSchemaHelpers): Json {
         body_encoding: { enum: ['utf8', 'base64', null] },
         body_bytes: { type: ['integer', 'null'], minimum: 0, description: 'Length of the whole body.' },
         body_truncated: { type: 'boolean' },
-        body_verified: { type: 'boolean', description: 'The stored bytes match the SHA-256 recorded at receipt (else `body` is `null`).' },
+        body_verified: { type: 'boolean', description: 'The stored bytes match the SHA-256 recorded at receipt (else `body` is `null`); `false` too once the body expired.' },
+        body_expired: { type: 'boolean', description: 'The body and headers were removed by retention (the tenant\'s `limits.retention.bodies_seconds`, else `RETENTION_BODIES`): `body` is `null`, while `body_sha256`, the attempts and their evidence remain. Retrying the event answers 409.' },
       },
       additionalProperties: false,
     },

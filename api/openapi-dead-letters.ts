@@ -39,9 +39,10 @@ export function deadLetterSchemas(h: DeadLetterSchemaHelpers): Json {
   const detail: Json = {
     ...shown,
     key_base64: { type: ['string', 'null'], description: 'The record\'s key as read, base64; `null` for none.' },
-    value_base64: { type: ['string', 'null'], description: 'The record\'s bytes as read (Confluent wire format: magic byte, schema id, Avro), base64; `null` when the stored bytes do not match `value_sha256`.' },
+    value_base64: { type: ['string', 'null'], description: 'The record\'s bytes as read (Confluent wire format: magic byte, schema id, Avro), base64; an event\'s or a delivery\'s body inside is sealed with the tenant\'s data key, as on Kafka (`body_key` names the key); `null` when the stored bytes do not match `value_sha256`.' },
     value_bytes: { type: ['integer', 'null'], minimum: 0 },
     value_sha256: h.schema('Sha256Hex'),
+    value_expired: { type: 'boolean', description: 'The bytes were removed by retention (the tenant\'s `limits.retention.bodies_seconds`, else `RETENTION_BODIES`): `value_base64` is `null` and a replay answers 409.' },
   };
   return {
     DeadLetterId: h.typedId('deadLetter', 'a dead letter'),

@@ -84,6 +84,12 @@ export interface Config {
   transformMemoryMb: number;
   sinkBatchRows: number;
   sinkFlushMs: number;
+  /** How long ClickHouse keeps bodies, attempts and logs (docs/retention.md); a tenant may set its own. */
+  retention: RetentionPeriods;
+  /** Seconds between the sink's sweeps of expired rows (0: none, merges alone apply the TTLs). */
+  retentionSweepSeconds: number;
+  /** `retention.ms` of the topics carrying webhook bodies, when the service creates them; unset: the broker's default. */
+  kafkaEventRetentionMs: number | undefined;
   ingestLingerMs: number;
   /** Longest a webhook waits for Kafka's acknowledgment before a 503 with Retry-After, ms. */
   ingestAckTimeoutMs: number;
@@ -405,6 +411,21 @@ class Reader {
     }
   }
 
+  /** A retention (parseRetention): seconds, or null for `forever`. */
+  retention(name: string, fallback: string): number | null {
+    const given = this.optionalRetention(name);
+    return given !== undefined ? given : (parseRetention(fallback).seconds ?? null);
+  }
+
+  /** A retention that may be unset (undefined); a wrong one is reported and taken as unset. */
+  optionalRetention(name: string): number | null | undefined {
+    const v = this.raw(name);
+    if (v === undefined) return undefined;
+    const parsed = parseRetention(v);
+    if (parsed.error !== undefined) this.errors.push(`${name}: ${parsed.error}`);
+    return parsed.seconds;
+  }
+
   oneOf<T extends string>(name: string, allowed: readonly T[], fallback: T): T {
     const v = this.raw(name);
     if (v === undefined) return fallback;
@@ -414,6 +435,42 @@ class Reader {
     }
     return v as T;
   }
+}
+
+/**
+ * How long ClickHouse keeps rows, in seconds (`null`: for ever). Bodies are the webhooks' bodies
+ * and headers, the receivers' response bodies and the dead letters' bytes; attempts are every
+ * row about an event or a delivery; logs the log lines. The evidence tables are never expired.
+ */
+export interface RetentionPeriods {
+  bodiesSeconds: number | null;
+  attemptsSeconds: number | null;
+  logsSeconds: number | null;
+}
+
+/** The shortest and longest retention anyone may set, in seconds (1 s; 10 years of 365 days). */
+export const RETENTION_BOUNDS = { min: 1, max: 10 * 365 * 86_400 } as const;
+export const DEFAULT_RETENTION = { bodies: '30d', attempts: '90d', logs: '30d' } as const;
+
+const DURATION_UNITS: Record<string, number> = { s: 1, m: 60, h: 3_600, d: 86_400 };
+
+/**
+ * A retention as written in the environment or on the CLI: `<n>s|m|h|d` (`30d`, `12h`, `90s`)
+ * between RETENTION_BOUNDS, or `forever` (null). Returns the seconds, or an error to report.
+ */
+export function parseRetention(text: string): { seconds: number | null; error?: undefined } | { seconds?: undefined; error: string } {
+  const v = text.trim().toLowerCase();
+  if (v === 'forever') return { seconds: null };
+  const m = /^(\d{1,12})([smhd])$/.exec(v);
+  if (!m) return { error: `expected a duration such as 30d, 12h, 90s (units s, m, h, d) or forever, got "${text}"` };
+  const seconds = Number(m[1]) * DURATION_UNITS[m[2]!]!;
+  if (seconds < RETENTION_BOUNDS.min || seconds > RETENTION_BOUNDS.max) return { error: `must be from 1s to ${RETENTION_BOUNDS.max / 86_400}d (10 years), got "${text}"` };
+  return { seconds };
+}
+
+/** A topic's `retention.ms`: -1 keeps for ever; undefined leaves the broker's default. */
+function kafkaRetentionMs(seconds: number | null | undefined): number | undefined {
+  return seconds === undefined ? undefined : seconds === null ? -1 : seconds * 1_000;
 }
 
 export class ConfigError extends Error {
@@ -509,6 +566,13 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     transformMemoryMb: r.integer('TRANSFORM_MEMORY_MB', 16, 1, 512),
     sinkBatchRows: r.integer('SINK_BATCH_ROWS', 20_000, 1, 1_000_000),
     sinkFlushMs: r.integer('SINK_FLUSH_MS', 500, 10, 60_000),
+    retention: {
+      bodiesSeconds: r.retention('RETENTION_BODIES', DEFAULT_RETENTION.bodies),
+      attemptsSeconds: r.retention('RETENTION_ATTEMPTS', DEFAULT_RETENTION.attempts),
+      logsSeconds: r.retention('RETENTION_LOGS', DEFAULT_RETENTION.logs),
+    },
+    retentionSweepSeconds: r.integer('RETENTION_SWEEP_SECONDS', 3_600, 0, 7 * 86_400),
+    kafkaEventRetentionMs: kafkaRetentionMs(r.optionalRetention('KAFKA_EVENT_RETENTION')),
     ingestLingerMs: r.integer('INGEST_LINGER_MS', 0, 0, 1_000),
     ingestAckTimeoutMs: r.integer('INGEST_ACK_TIMEOUT_MS', 5_000, 100, 120_000),
     kafkaRequestTimeoutMs: r.integer('KAFKA_REQUEST_TIMEOUT_MS', 5_000, 1_000, 300_000),
@@ -551,6 +615,8 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     metricsToken: r.token('METRICS_TOKEN', 16),
     tracing: tracingOf(r, cwd),
   };
+  // shorter, a stage stopped for a deploy would find the records it had not read gone
+  if (config.kafkaEventRetentionMs !== undefined && config.kafkaEventRetentionMs !== -1 && config.kafkaEventRetentionMs < 3_600_000) r.errors.push('KAFKA_EVENT_RETENTION: must be at least 1h (or forever), so that a stage stopped for a while still finds the records it has not read');
   if (isSplitWithoutEvidenceKey(config)) r.errors.push(SPLIT_NEEDS_KEY);
   if (r.errors.length > 0) throw new ConfigError(r.errors);
   return config;
@@ -790,5 +856,10 @@ export const SETTINGS: SettingDoc[] = [
   { env: 'OTEL_SPAN_ATTRIBUTE_PER_EVENT_COUNT_LIMIT', default: '128', unit: 'attributes', description: 'Attributes each event of a span keeps.' },
   { env: 'OTEL_SPAN_ATTRIBUTE_PER_LINK_COUNT_LIMIT', default: '128', unit: 'attributes', description: 'Attributes each link of a span keeps.' },
   { env: 'OTEL_SERVICE_NAME', default: 'hookline', unit: 'string', description: 'The `service.name` of the spans this process exports (give each role its own to tell them apart).' },
+  { env: 'RETENTION_BODIES', default: '30d', unit: 'duration (`30d`, `12h`, `90s`) or `forever`', description: 'How long ClickHouse keeps bodies: each webhook\'s body and headers, each attempt\'s response body, each dead letter\'s bytes. Past it the body is cleared (GET …/events/{id} shows `body: null`, `body_expired: true`; retrying or replaying the event answers 409) while the row and its `body_sha256` stay. 1 s to 10 years; a tenant may set its own (`limits.retention`). See [Retention](./retention.md).' },
+  { env: 'RETENTION_ATTEMPTS', default: '90d', unit: 'duration or `forever`', description: 'How long ClickHouse keeps the rows of events and attempts (`events`, `deliveries`, `event_transitions`, `event_types`, `dead_letters`, `dead_letter_replays`); past it they are deleted. The evidence tables never are: a proof still verifies. 1 s to 10 years; a tenant may set its own.' },
+  { env: 'RETENTION_LOGS', default: '30d', unit: 'duration or `forever`', description: 'How long ClickHouse keeps log lines (`logs`). 1 s to 10 years; a tenant may set its own.' },
+  { env: 'RETENTION_SWEEP_SECONDS', default: '3600', unit: 'seconds', description: 'Every this often a process running the sink rewrites the ClickHouse partitions holding rows expired since its last sweep, so that expired bodies and rows are gone within about this time. 0: no sweep; the TTLs then apply only when merges run (`merge_with_ttl_timeout` 1 hour). At most 7 days.' },
+  { env: 'KAFKA_EVENT_RETENTION', default: 'unset: the broker\'s default (Kafka\'s: 7 days)', unit: 'duration or `forever`', description: '`retention.ms` of the topics whose records carry webhook bodies (`webhooks.*`, `deliveries.requested`, `deliveries.held`, `deliveries.dlq`, `events.dlq`, the retry tiers), set when the service creates them; existing topics are left as they are. See [Retention](./retention.md).' },
   { env: 'BOOTSTRAP_DEMO_TENANT', default: 'true', unit: 'boolean', description: 'On first start with an empty configuration, create tenant `demo` and print its API key once (only a process that runs the API does).' },
 ];

@@ -15,10 +15,11 @@ export function bodyTopicMaxMessageBytes(maxBodyBytes: number): number {
 /**
  * Every topic the service uses, with its partitioning and the record it carries. Topics whose
  * records carry a webhook body take a record as large as the largest body a Hook URL accepts
- * (`maxBodyBytes`), with its envelope.
+ * (`maxBodyBytes`), with its envelope, and are kept `bodyRetentionMs` (unset: the broker's default).
  */
-export function topology(topics: Topics, partitions: number, maxBodyBytes?: number): { specs: TopicSpec[]; records: Record<string, RecordName> } {
-  const body = maxBodyBytes === undefined ? {} : { maxMessageBytes: bodyTopicMaxMessageBytes(maxBodyBytes) };
+export function topology(topics: Topics, partitions: number, maxBodyBytes?: number, bodyRetentionMs?: number): { specs: TopicSpec[]; records: Record<string, RecordName> } {
+  // KAFKA_EVENT_RETENTION: how long a body exists on Kafka (docs/retention.md)
+  const body = { ...(maxBodyBytes === undefined ? {} : { maxMessageBytes: bodyTopicMaxMessageBytes(maxBodyBytes) }), ...(bodyRetentionMs === undefined ? {} : { retentionMs: bodyRetentionMs }) };
   const specs: TopicSpec[] = [
     { topic: topics.config, partitions: 1, compacted: true },
     { topic: topics.received, partitions, ...body },
@@ -26,7 +27,8 @@ export function topology(topics: Topics, partitions: number, maxBodyBytes?: numb
     { topic: topics.filtered, partitions, ...body },
     { topic: topics.transitions, partitions },
     { topic: topics.deliveryRequested, partitions, ...body },
-    { topic: topics.deliveryCompleted, partitions },
+    // outcomes carry the start of the receiver's response body
+    { topic: topics.deliveryCompleted, partitions, ...(bodyRetentionMs === undefined ? {} : { retentionMs: bodyRetentionMs }) },
     { topic: topics.deliveryDlq, partitions, ...body },
     { topic: topics.deliveryHeld, partitions, ...body },
     { topic: topics.eventsDlq, partitions, ...body },

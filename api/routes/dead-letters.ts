@@ -94,13 +94,14 @@ export function deadLettersRouter(store: DeadLetterStore, replay: DeadLetterRepl
     const key = authOf(res);
     const letter = await letterOf(key, String(req.params.letterId));
     const marks = await store.replaysOf(key.tenant_id, [letter]);
-    const bytes = decodeStoredBody(letter.value, letter.value_sha256);
+    const bytes = letter.value_expired ? undefined : decodeStoredBody(letter.value, letter.value_sha256);
     res.json({
       ...letterView(letter, marks.get(placeKey(letter))),
       key_base64: letter.key,
       value_base64: bytes ? bytes.toString('base64') : null,
       value_bytes: bytes ? bytes.length : null,
       value_sha256: letter.value_sha256,
+      value_expired: letter.value_expired === 1,
     });
   });
 
@@ -117,6 +118,7 @@ export function deadLettersRouter(store: DeadLetterStore, replay: DeadLetterRepl
     const done = (await store.replaysOf(key.tenant_id, [letter])).get(placeKey(letter));
     if (done) throw refuse(`its record was replayed at ${isoFromClickHouse(done.replayed_at_text)} by ${done.replayed_by}${done.letter_id === letter.id ? '' : ` (through dead letter ${done.letter_id})`}`);
     if (!replayableTopics(replay.topics).includes(letter.source_topic)) throw refuse(`it was read from ${letter.source_topic}, which no stage of this deployment reads`);
+    if (letter.value_expired) throw refuse('its bytes were removed by the retention of bodies (the tenant\'s limits.retention.bodies_seconds, else RETENTION_BODIES)');
     const value = decodeStoredBody(letter.value, letter.value_sha256);
     if (!value) throw refuse('its stored bytes do not match the SHA-256 recorded with them');
     const replayed = await replayDeadLetter(replay, { ...letter, key: letter.key === null ? null : Buffer.from(letter.key, 'base64'), value }, key.id);

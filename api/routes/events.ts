@@ -26,6 +26,7 @@ export function eventsRouter(clickhouse: ClickHouseClient, database: string, sto
     const params = { tenant: key.tenant_id, event: eventId };
     const event = (await readStoredEvents(clickhouse, database, key.tenant_id, [eventId])).get(eventId);
     if (!event) throw notFound(`event ${eventId}`);
+    if (event.body_expired) throw bodyExpired(eventId, 'retried');
     // never deliver bytes other than the ones received
     const body = decodeStoredBody(event.body, event.body_sha256);
     if (!body) throw new AppError('conflict', `event ${eventId} cannot be retried: its stored body does not match the SHA-256 recorded when it was received`);
@@ -72,7 +73,8 @@ export function eventsRouter(clickhouse: ClickHouseClient, database: string, sto
     if (!event) throw notFound(`event ${eventId}`);
     await requireEventResource(clickhouse, database, key, event.event_id, event.ingester_id, Number(event.received_at_ms));
     const types = await eventTypesOf(clickhouse, database, key.tenant_id, [eventId]);
-    const bytes = decodeStoredBody(event.body, event.body_sha256);
+    // past its retention the body is not shown, whether ClickHouse has cleared it yet or not
+    const bytes = event.body_expired ? undefined : decodeStoredBody(event.body, event.body_sha256);
     res.json({
       id: event.event_id,
       ingester_id: event.ingester_id,
@@ -82,10 +84,16 @@ export function eventsRouter(clickhouse: ClickHouseClient, database: string, sto
       content_type: event.content_type,
       body_sha256: event.body_sha256,
       ...bodyShown(bytes),
+      body_expired: event.body_expired === 1,
     });
   });
 
   return router;
+}
+
+/** 409 for an event whose body is past its retention: nothing can be sent again. */
+export function bodyExpired(eventId: string, what: 'retried' | 'replayed'): AppError {
+  return new AppError('conflict', `event ${eventId} cannot be ${what}: its body was removed by the retention of bodies (the tenant's limits.retention.bodies_seconds, else RETENTION_BODIES); its delivery attempts and their evidence remain`);
 }
 
 /**

@@ -22,6 +22,8 @@ export interface StoredDeadLetter extends DeadLetterRow {
   /** The input's value as a stored body (core/stored-body.ts). */
   value: string;
   value_sha256: string;
+  /** 1 once the bytes' retention passed (RETENTION_BODIES): they are gone, or about to be. */
+  value_expired: number;
 }
 
 /** That an input record was put back: when, by whom, through which of its letters. */
@@ -100,7 +102,7 @@ export class DeadLetterStore {
   /** One letter of the tenant with its bytes; undefined when the tenant has no such letter. */
   async get(tenant: string, id: string): Promise<StoredDeadLetter | undefined> {
     const rs = await this.clickhouse.query({
-      query: `SELECT ${COLUMNS}, tenant_id, key, value, value_sha256 FROM ${this.database}.dead_letters FINAL WHERE tenant_id = {tenant:String} AND id = {id:String} LIMIT 1`,
+      query: `SELECT ${COLUMNS}, tenant_id, key, value, value_sha256, body_expires_at <= now() AS value_expired FROM ${this.database}.dead_letters FINAL WHERE tenant_id = {tenant:String} AND id = {id:String} LIMIT 1`,
       query_params: { tenant, id },
       format: 'JSONEachRow',
     });

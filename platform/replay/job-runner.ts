@@ -248,8 +248,8 @@ export class ReplayJobRunner {
     const createdAt = Date.parse(job.created_at);
     for (const m of slice) {
       const event: StoredEvent | undefined = events.get(m.event_id);
-      // never deliver bytes other than the ones received
-      const body = event && decodeStoredBody(event.body, event.body_sha256);
+      // never deliver bytes other than the ones received; a body past its retention is not sent
+      const body = event && !event.body_expired && decodeStoredBody(event.body, event.body_sha256);
       if (!event || !body) {
         skipped += 1;
         continue;

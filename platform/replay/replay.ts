@@ -155,6 +155,7 @@ export async function queueTestEvent(deps: Omit<ReplayDeps, 'redis' | 'prefix'>,
     body: input.body,
     replay_of: null,
     hops: 0,
+    event_type: input.eventType,
   };
   const { trace, span } = beginTrace('hookline.test_event', SpanKind.PRODUCER, undefined, () => ({
     [SPAN_ATTRIBUTES.tenantId]: task.tenant_id,

@@ -13,14 +13,20 @@ export interface StoredEvent {
   body_sha256: string;
   /** The request headers as received, a JSON array of [name, value]. */
   headers: string;
+  /** 1 once the body's retention passed (RETENTION_BODIES): body and headers are gone, or about to be. */
+  body_expired: number;
+  /** The type validation found ('' when none): event_types holds it, the events row is written before. */
+  event_type: string;
 }
 
 /** The stored events of these ids in one tenant, by id (ids without a row are absent). */
 export async function readStoredEvents(clickhouse: ClickHouseClient, database: string, tenantId: string, eventIds: readonly string[]): Promise<Map<string, StoredEvent>> {
   if (eventIds.length === 0) return new Map();
   const rs = await clickhouse.query({
-    query: `SELECT event_id, ingester_id, correlation_id, toString(toUnixTimestamp64Milli(received_at)) AS received_at_ms, content_type, body, body_sha256, headers
-            FROM ${database}.events FINAL WHERE tenant_id = {tenant:String} AND event_id IN {ids:Array(String)}`,
+    query: `SELECT event_id, ingester_id, correlation_id, toString(toUnixTimestamp64Milli(received_at)) AS received_at_ms, content_type, body, body_sha256, headers, t.event_type AS event_type, e.body_expires_at <= now() AS body_expired
+            FROM ${database}.events AS e FINAL
+            LEFT JOIN (SELECT event_id, any(event_type) AS event_type FROM ${database}.event_types WHERE tenant_id = {tenant:String} AND event_id IN {ids:Array(String)} GROUP BY event_id) AS t USING event_id
+            WHERE e.tenant_id = {tenant:String} AND e.event_id IN {ids:Array(String)}`,
     query_params: { tenant: tenantId, ids: [...new Set(eventIds)] },
     format: 'JSONEachRow',
   });
@@ -54,5 +60,6 @@ export function taskOfStoredEvent(
     content_type: event.content_type,
     body,
     hops: hopsOfStored(event.headers),
+    event_type: event.event_type || null,
   };
 }

@@ -480,7 +480,7 @@ describe('API contract: every route and every answer that applies', () => {
       });
       expect(isIsoUtc(item.at)).toBe(true);
       const one = await svc.api('GET', `${base()}/dead-letters/${f.deadLetter}`);
-      expect(one.body).toEqual({ ...item, key_base64: expect.any(String), value_base64: expect.any(String), value_bytes: expect.any(Number), value_sha256: expect.stringMatching(/^[0-9a-f]{64}$/) });
+      expect(one.body).toEqual({ ...item, key_base64: expect.any(String), value_base64: expect.any(String), value_bytes: expect.any(Number), value_sha256: expect.stringMatching(/^[0-9a-f]{64}$/), value_expired: false });
       expect((await svc.api('PUT', `${base()}/ingesters/${f.deadLetterIngester}`, { name: 'contract dead letters', filters: [{ type: 'header', name: 'x-tag', op: 'matches', pattern: '^t' }] })).status).toBe(200);
       const replayed = await svc.api('POST', `${base()}/dead-letters/${f.deadLetter}/replay`);
       expect(replayed.status).toBe(202);

@@ -169,7 +169,7 @@ describe('stats, identity and received events', () => {
     const [t, b, l] = shown as [Json, Json, Json];
     expect(t).toEqual({
       id: ids.text, ingester_id: expect.stringMatching(/^ing_/), correlation_id: expect.any(String), event_type: null, received_at: expect.any(String), content_type: 'application/json',
-      body_sha256: createHash('sha256').update(text).digest('hex'), body: text, body_encoding: 'utf8', body_bytes: Buffer.byteLength(text), body_truncated: false, body_verified: true,
+      body_sha256: createHash('sha256').update(text).digest('hex'), body: text, body_encoding: 'utf8', body_bytes: Buffer.byteLength(text), body_truncated: false, body_verified: true, body_expired: false,
     });
     expect(b).toMatchObject({ body: binary.toString('base64'), body_encoding: 'base64', body_bytes: 5, body_truncated: false, body_sha256: createHash('sha256').update(binary).digest('hex') });
     expect(l).toMatchObject({ body_encoding: 'utf8', body_bytes: 90_000, body_truncated: true });
