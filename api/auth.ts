@@ -9,6 +9,8 @@ import type { PortalSession } from '../platform/redis/portal-sessions';
 export interface KeyLookup {
   find(kind: 'api_key', id: string): ApiKey | undefined;
   sync(): Promise<void>;
+  /** Whether the tenant is erased or being erased: its keys and portal sessions are refused. */
+  isErased?(tenantId: string): boolean;
 }
 
 export interface Authenticated {
@@ -70,7 +72,7 @@ export function authenticate(keys: KeyLookup, onUse?: (key: ApiKey) => void, por
       const token = cookieOf(req, PORTAL_COOKIE);
       if (token && req.headers[PORTAL_HEADER] === '1') {
         const grant = await portal.grantOf(token);
-        if (!grant) throw new AppError('unauthorized', 'the portal session has ended (expired, revoked or signed out); open a new portal link');
+        if (!grant || keys.isErased?.(grant.key.tenant_id)) throw new AppError('unauthorized', 'the portal session has ended (expired, revoked or signed out); open a new portal link');
         res.locals.auth = { key: grant.key, portal: grant.session };
         return next();
       }
@@ -100,6 +102,11 @@ export function authenticate(keys: KeyLookup, onUse?: (key: ApiKey) => void, por
     if (key.expires_at && Date.parse(key.expires_at) <= Date.now()) {
       res.setHeader('www-authenticate', 'Bearer error="invalid_token"');
       throw new AppError('unauthorized', 'the API key has expired');
+    }
+    // erasure marks the tenant before its keys go: from that moment none of them is taken
+    if (keys.isErased?.(key.tenant_id)) {
+      res.setHeader('www-authenticate', 'Bearer error="invalid_token"');
+      throw new AppError('unauthorized', 'the API key is not valid');
     }
     res.locals.auth = { key };
     onUse?.(key);

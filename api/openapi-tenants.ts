@@ -1,6 +1,7 @@
 import { QUOTA_KINDS } from '../core/quotas';
 import { NOT_FOR_PORTALS, PORTAL_DEFAULT_SCOPES, SCOPES } from '../core/scopes';
-import { MAX_FRAME_ANCESTORS, MAX_TENANT_METADATA, TENANT_STATES } from '../core/tenants';
+import { RETENTION_BOUNDS } from '../core/config';
+import { MAX_FRAME_ANCESTORS, MAX_TENANT_METADATA, RETENTION_MEMBERS, TENANT_STATES } from '../core/tenants';
 import type { TenantOperation } from './openapi';
 import { MAX_PORTAL_DESTINATIONS, MAX_PORTAL_SESSIONS, PORTAL_LINK_SECONDS, PORTAL_SESSION_SECONDS } from './routes/portal-sessions';
 
@@ -40,11 +41,18 @@ export function tenantSchemas(h: TenantSchemaHelpers): Json {
     description: 'Most objects of each kind the tenant may hold; `null` (or absent): the deployment\'s `MAX_*_PER_TENANT` setting.',
     properties: Object.fromEntries(Object.keys(QUOTA_KINDS).map((q) => [q, h.nullable({ type: 'integer', minimum: 0, maximum: 1_000_000 })])),
   };
+  const retention: Json = {
+    type: 'object',
+    additionalProperties: false,
+    description: 'How long ClickHouse keeps the tenant\'s rows, in seconds (1 s to 10 years): `bodies_seconds` its webhooks\' bodies and headers, its attempts\' response bodies and its dead letters\' bytes (`RETENTION_BODIES`); `attempts_seconds` its events\' and attempts\' rows (`RETENTION_ATTEMPTS`); `logs_seconds` its log lines (`RETENTION_LOGS`). `null` (or absent): the deployment\'s setting. A change applies to rows written from then on; rows stored before keep the period they were written with. Evidence is never expired.',
+    properties: Object.fromEntries(RETENTION_MEMBERS.map((m) => [m, h.nullable({ type: 'integer', minimum: RETENTION_BOUNDS.min, maximum: RETENTION_BOUNDS.max })])),
+  };
   const limitsProperties: Json = {
     ingest_per_hook: rate('Webhooks one Hook URL of the tenant accepts (replaces `INGEST_RATE_LIMIT_PER_HOOK`)'),
     ingest_per_tenant: rate('Webhooks all the tenant\'s Hook URLs accept together (replaces `INGEST_RATE_LIMIT_PER_TENANT`)'),
     max_payload_bytes: { ...h.nullable({ type: 'integer', minimum: 1 }), description: 'Largest webhook body the tenant\'s Hook URLs accept (413 above it); at most the deployment\'s `INGEST_MAX_BODY_BYTES`, which the topics are sized for (400 above it). `null`: that setting.' },
     quotas: h.nullable(quotas),
+    retention: h.nullable(retention),
   };
   const portalProperties: Json = {
     logo_url: { ...h.nullable({ type: 'string', maxLength: 2048, pattern: '^https://', 'x-pattern-message': 'must be an https URL' }), description: 'The logo the portal shows (an https URL).' },
@@ -68,7 +76,7 @@ export function tenantSchemas(h: TenantSchemaHelpers): Json {
     id: h.schema('TenantIdValue'),
     name: { type: 'string' },
     metadata: { type: 'object', additionalProperties: { type: 'string' } },
-    state: { type: 'string', enum: [...TENANT_STATES] },
+    state: { type: 'string', enum: [...TENANT_STATES, 'erasing'], description: '`erasing`: a DELETE began erasing it and has not finished (DELETE again resumes it); only a DELETE sets it.' },
     suspended_at: h.nullable(h.schema('Timestamp')),
     limits: h.schema('TenantLimits'),
     portal: h.schema('TenantPortal'),
@@ -92,7 +100,11 @@ export function tenantSchemas(h: TenantSchemaHelpers): Json {
       description: 'Limits of the tenant\'s own, each replacing the deployment\'s setting for it alone; `null` keeps the setting.',
       required: Object.keys(limitsProperties),
       additionalProperties: false,
-      properties: { ...limitsProperties, quotas: { type: 'object', additionalProperties: false, properties: (quotas.properties as Json), required: Object.keys(QUOTA_KINDS) } },
+      properties: {
+        ...limitsProperties,
+        quotas: { type: 'object', additionalProperties: false, properties: (quotas.properties as Json), required: Object.keys(QUOTA_KINDS) },
+        retention: { ...retention, required: [...RETENTION_MEMBERS] },
+      },
     },
     TenantLimitsInput: {
       ...h.nullable({ type: 'object', additionalProperties: false, properties: limitsProperties }),
@@ -210,7 +222,7 @@ export function tenantPaths(h: TenantPathHelpers): Json {
         description: 'Creates a tenant with its name, metadata, state, limits of its own and portal settings. Its API keys are then made by `keys create --tenant`, or its users reach it through portal sessions. Operator key only.',
         requestBody: h.jsonBody('TenantCreate', 'The tenant.'),
         success: { '201': h.created('The tenant.', 'Tenant') },
-        conflict: { description: 'a tenant with this id exists' },
+        conflict: { description: 'a tenant with this id exists, or had it and was erased (an erased tenant\'s id is not given again)' },
       }),
     },
     '/v1/tenants/{tenant_id}': {
@@ -224,13 +236,13 @@ export function tenantPaths(h: TenantPathHelpers): Json {
         operationId: 'updateTenant', summary: 'Change a tenant (suspend, resume, limits, portal)', tag: 'Tenants', rateLimitRoute: 'PATCH /v1/tenants/:tenantId',
         description: 'Changes the members given. `"state": "suspended"` suspends the tenant (its Hook URLs answer 403, its deliveries are held) and `"active"` resumes it (held deliveries go out in the order they were held). A change reaches every process with the config topic (about 100 ms). Operator key only.',
         requestBody: h.jsonBody('TenantUpdate', 'The change.'),
-        success: { '200': h.ok('The tenant as changed.', 'Tenant') }, notFound: 'no such tenant', conflict: 'IdempotencyConflict',
+        success: { '200': h.ok('The tenant as changed.', 'Tenant') }, notFound: 'no such tenant', conflict: { description: 'the tenant is being erased (DELETE it again to finish)' },
       }),
       delete: h.operatorOperation({
-        operationId: 'deleteTenant', summary: 'Delete a tenant (refused)', tag: 'Tenants', rateLimitRoute: 'DELETE /v1/tenants/:tenantId',
-        description: 'Always refused with 409 for now: deleting a tenant must erase its data (its events and deliveries in ClickHouse, its bodies on Kafka, its Redis keys and secrets), which this service does not do yet. Suspend it instead. Operator key only.',
-        success: {}, notFound: 'no such tenant',
-        conflict: { description: 'a tenant cannot be deleted until erasure exists; suspend it instead' },
+        operationId: 'deleteTenant', summary: 'Erase a tenant', tag: 'Tenants', rateLimitRoute: 'DELETE /v1/tenants/:tenantId',
+        description: 'Erases the tenant for good and answers once it is done (seconds: the ClickHouse step waits until the parts that held its rows are off the disk, at most a minute). First the tenant is marked `erasing`: its Hook URLs answer 404, its API keys and portal sessions 401, and the pipeline drops its records still in flight. Then, in this order: every config entity of the tenant (its data keys first, so that its webhook bodies sealed on Kafka can no longer be opened; then API keys, destinations and ingesters with their secrets, flows, saved payloads, event types, replay jobs), its Redis keys (rate limits, idempotency records, name claims, portal sessions, send slots, locks, marks), and its rows in every ClickHouse table but the evidence log\'s, whose leaves are hashes and stay so every proof handed out still verifies. Last, a marker with the time of the erasure (no data) keeps its id from being created again. A failure answers 500 and leaves the tenant `erasing`; DELETE again resumes the erasure. What it does not remove: docs/tenants.md and NC-21. Operator key only.',
+        success: { '204': h.noContent('Erased.') }, notFound: 'no such tenant (never created, or erased already)',
+        conflict: { description: 'the operator keys belong to no tenant and are not erased' },
       }),
     },
     [`${h.P}/portal-sessions`]: {

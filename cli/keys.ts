@@ -55,7 +55,12 @@ export async function keysCreate(args: KeysCreateArgs): Promise<IssuedKey> {
   checkKeyFlags({ scopes, expires_at: expiresAt, resource_ids: resourceIds, ...(args.name === undefined ? {} : { name: args.name }) });
   const ctx = await connect();
   try {
-    await ensureTenant(ctx.store, args.tenant);
+    try {
+      await ensureTenant(ctx.store, args.tenant);
+    } catch (err) {
+      if (err instanceof AppError) throw new CliError(err.message);
+      throw err;
+    }
     try {
       await makeRoomForApiKey(ctx.store, args.tenant, quotaOf(ctx.store.get('tenant', args.tenant, args.tenant), 'api_keys', ctx.config.quotas));
     } catch (err) {

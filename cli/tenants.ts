@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util';
 import type { Schema } from '../clients/typescript/src';
 import { TENANT_ID_PATTERN } from '../core/ids';
 import { parseRateLimit } from '../core/rate-limits';
+import { parseRetention } from '../core/config';
 import { apiConnection, clientOf, dataOf } from './api-client';
 import { CliError } from './connect';
 
@@ -13,10 +14,11 @@ export const TENANTS_USAGE = `  npm run cli -- tenants list [--limit <n>] [--cur
   npm run cli -- tenants create <id> --name <text> [--metadata k=v,k=v] [--logo-url <https URL>] [--accent-color #rrggbb]
                  [--frame-ancestors <origin,origin>] [--ingest-per-hook N/window|default] [--ingest-per-tenant N/window|default]
                  [--max-payload-bytes <n>|default] [--quota <kind>=<n>|default,...]
+                 [--retention bodies=<30d|12h|90s>|default,attempts=…,logs=…]
   npm run cli -- tenants update <id> [the flags of create]
   npm run cli -- tenants suspend <id>
   npm run cli -- tenants resume <id>
-  npm run cli -- tenants delete <id>
+  npm run cli -- tenants delete <id> --yes   (erases the tenant and its data for good)
                  (tenants commands need an operator key in HOOKLINE_API_KEY: keys create --operator)
   npm run cli -- portal link --tenant <id> [--scopes <a,b>] [--destinations <dst,dst>] [--link-seconds <n>] [--session-seconds <n>]
   npm run cli -- portal sessions --tenant <id>
@@ -33,6 +35,7 @@ const FLAGS = {
   'ingest-per-tenant': { type: 'string' },
   'max-payload-bytes': { type: 'string' },
   quota: { type: 'string' },
+  retention: { type: 'string' },
   limit: { type: 'string' },
   cursor: { type: 'string' },
   tenant: { type: 'string' },
@@ -41,6 +44,7 @@ const FLAGS = {
   'link-seconds': { type: 'string' },
   'session-seconds': { type: 'string' },
   'api-url': { type: 'string' },
+  yes: { type: 'boolean' },
 } as const;
 
 type Values = Record<string, string | boolean | undefined>;
@@ -59,6 +63,24 @@ function rateFlag(flag: string, v: string): { limit: number; window_seconds: num
 function integerFlag(flag: string, v: string): number {
   if (!/^\d{1,12}$/.test(v)) throw new CliError(`--${flag} must be a whole number`);
   return Number(v);
+}
+
+/** `bodies=7d,attempts=90d,logs=default` as the API's `{ bodies_seconds, … }` (`default`: the deployment's setting). */
+function retentionFlag(v: string): Record<string, number | null> {
+  const retention: Record<string, number | null> = {};
+  for (const pair of list(v)) {
+    const [kind, period] = pair.split('=');
+    if (!kind || period === undefined || !['bodies', 'attempts', 'logs'].includes(kind)) throw new CliError(`--retention: "${pair}" is not <kind>=<period> (kinds: bodies, attempts, logs)`);
+    if (isDefault(period)) {
+      retention[`${kind}_seconds`] = null;
+      continue;
+    }
+    const parsed = parseRetention(period);
+    // a tenant's period is bounded; `forever` is the deployment's to set
+    if (parsed.error !== undefined || parsed.seconds === null) throw new CliError(`--retention: ${kind}: ${parsed.error ?? 'a tenant\'s period is at most 3650d; forever is set for the deployment (RETENTION_*)'}`);
+    retention[`${kind}_seconds`] = parsed.seconds;
+  }
+  return retention;
 }
 
 /** The members the flags set: what create and update share. */
@@ -94,6 +116,7 @@ function membersOf(values: Values): Omit<TenantUpdate, 'id'> {
     }
     limits.quotas = quotas as NonNullable<typeof limits.quotas>;
   }
+  if (typeof values.retention === 'string') (limits as Record<string, unknown>).retention = retentionFlag(values.retention);
   if (Object.keys(limits).length > 0) body.limits = limits;
   return body;
 }
@@ -143,8 +166,14 @@ export async function tenantsCommand(argv: string[]): Promise<unknown> {
       return dataOf(client.PATCH('/v1/tenants/{tenant_id}', { params: { path }, body: { state: sub === 'suspend' ? 'suspended' : 'active' } }));
     case 'delete':
       path.tenant_id = tenantIdOf(sub, id);
+      if (values.yes !== true) throw new CliError(`tenants delete erases ${id} for good (its configuration, secrets, Redis keys and ClickHouse rows); run it again with --yes`);
       await dataOf(client.DELETE('/v1/tenants/{tenant_id}', { params: { path } }));
-      return { deleted: true, id };
+      return {
+        erased: true,
+        id,
+        removed: ['config entities (data keys, API keys, destinations, ingesters, flows, saved payloads, event types, replay jobs)', 'Redis keys', 'ClickHouse rows (every table but the evidence log)'],
+        kept: ['evidence log hashes (proofs still verify)', 'a marker of the erasure: the id cannot be created again'],
+      };
     default:
       throw new CliError(sub ? `unknown command "tenants ${sub}"\n${TENANTS_USAGE}` : TENANTS_USAGE);
   }

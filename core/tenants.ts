@@ -1,10 +1,15 @@
 import type { RateLimit } from './rate-limits';
 import type { QuotaName, Quotas } from './quotas';
 import type { Tenant } from './model';
+import type { RetentionPeriods } from './config';
 
 /** `active` ingests and delivers; `suspended` refuses its Hook URLs (403) and holds its deliveries. */
 export const TENANT_STATES = ['active', 'suspended'] as const;
-export type TenantState = (typeof TENANT_STATES)[number];
+/**
+ * The states an operator sets, and `erasing`, which only DELETE sets: from then on the tenant's
+ * Hook URLs answer 404 and its keys and portal sessions 401, until its erasure is done.
+ */
+export type TenantState = (typeof TENANT_STATES)[number] | 'erasing';
 
 /**
  * A tenant's own limits, each replacing the deployment's setting for this tenant alone; a member
@@ -15,7 +20,18 @@ export interface TenantLimits {
   ingest_per_tenant?: { limit: number; window_seconds: number } | null;
   max_payload_bytes?: number | null;
   quotas?: Partial<Quotas> | null;
+  /** How long ClickHouse keeps the tenant's bodies, attempts and logs, in seconds (RETENTION_*). */
+  retention?: Partial<TenantRetention> | null;
 }
+
+/** A tenant's retention periods in seconds; null: the deployment's setting. */
+export interface TenantRetention {
+  bodies_seconds: number | null;
+  attempts_seconds: number | null;
+  logs_seconds: number | null;
+}
+
+export const RETENTION_MEMBERS = ['bodies_seconds', 'attempts_seconds', 'logs_seconds'] as const;
 
 /** What a tenant's portal looks like, and which pages may embed it. */
 export interface TenantPortal {
@@ -43,6 +59,11 @@ export function isSuspended(tenant: Pick<Tenant, 'state'> | undefined): boolean 
   return tenant?.state === 'suspended';
 }
 
+/** Whether the tenant is being erased: nothing of it is accepted or written any more. */
+export function isErasing(tenant: Pick<Tenant, 'state'> | undefined): boolean {
+  return tenant?.state === 'erasing';
+}
+
 const rate = (r: { limit: number; window_seconds: number }): RateLimit => ({ limit: r.limit, windowSeconds: r.window_seconds });
 
 /** The ingest rate limits of a tenant: its overrides where it has them, else the deployment's. */
@@ -63,4 +84,18 @@ export function maxBodyBytesOf(tenant: Tenant | undefined, deployment: number): 
 /** A tenant's quota of one kind of object. */
 export function quotaOf(tenant: Tenant | undefined, quota: QuotaName, quotas: Quotas): number {
   return tenant?.limits?.quotas?.[quota] ?? quotas[quota];
+}
+
+/**
+ * How long the tenant's rows are kept: its own periods where it has them, else the deployment's
+ * (null: for ever). Applies to rows written from the moment the sink sees the change.
+ */
+export function retentionOf(tenant: Tenant | undefined, deployment: RetentionPeriods): RetentionPeriods {
+  const r = tenant?.limits?.retention;
+  if (!r) return deployment;
+  return {
+    bodiesSeconds: r.bodies_seconds ?? deployment.bodiesSeconds,
+    attemptsSeconds: r.attempts_seconds ?? deployment.attemptsSeconds,
+    logsSeconds: r.logs_seconds ?? deployment.logsSeconds,
+  };
 }

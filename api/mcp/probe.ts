@@ -25,6 +25,7 @@ export class InProcessApi implements ApiProbe {
     return {
       find: (kind, id) => this.probeKeys.get(id) ?? this.keys.find(kind, id),
       sync: () => this.keys.sync(),
+      isErased: (tenantId) => this.keys.isErased?.(tenantId) ?? false,
     };
   }
 

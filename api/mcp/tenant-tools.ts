@@ -51,6 +51,15 @@ export function tenantTools(h: TenantToolHelpers): ToolSpec[] {
       run: (d, c) => h.rest(d, c, 'PATCH', `/v1/tenants/${enc(String(c.args.tenant_id))}`, { body: h.bodyOf(c.args, 'tenant_id') }),
     },
     {
+      name: 'delete_tenant', title: 'Erase a tenant', group: 'operator', scope: null, audience: 'operator',
+      description: 'Erases the tenant for good (as DELETE /v1/tenants/{id}): its config entities with its data keys and secrets, its Redis keys and its ClickHouse rows; the evidence log keeps its hashes, and its id cannot be created again. Takes seconds. Operator keys only.',
+      input: { properties: { tenant_id: tenantId, idempotency_key: h.idempotencyKey }, required: ['tenant_id'] }, output: 'Deleted', annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false },
+      run: async (d, c) => {
+        await h.rest(d, c, 'DELETE', `/v1/tenants/${enc(String(c.args.tenant_id))}`);
+        return { deleted: true, id: String(c.args.tenant_id) };
+      },
+    },
+    {
       name: 'create_portal_session', title: 'Make a portal link', group: 'write:portal-sessions', scope: 'write:portal-sessions', audience: 'both',
       description: 'Makes a one-time link that opens the portal (/ui) signed in for the tenant, with the scopes and destinations given; the link is in this answer only.',
       input: { body: 'PortalSessionCreate', properties: { tenant_id: forTenant, idempotency_key: h.idempotencyKey } }, output: 'PortalSessionCreated', annotations: { readOnlyHint: false, destructiveHint: false },

@@ -2,7 +2,7 @@ import express, { type Request, type RequestHandler, type Router } from 'express
 import { AppError, notFound } from '../../core/errors';
 import type { Tenant } from '../../core/model';
 import { QUOTA_KINDS, type QuotaName } from '../../core/quotas';
-import { EMPTY_PORTAL, type TenantLimits, type TenantPortal, type TenantState } from '../../core/tenants';
+import { EMPTY_PORTAL, isErasing, OPERATOR_TENANT, RETENTION_MEMBERS, type TenantLimits, type TenantPortal, type TenantState } from '../../core/tenants';
 import type { ConfigStore } from '../../platform/config-store/config-store';
 import { requireOperator } from '../auth';
 import { pageOf } from '../paging';
@@ -10,7 +10,7 @@ import { validateBody, type BodyCheck } from '../validation';
 
 /**
  * Tenants as a resource, for operators: create, list, read, change (name, metadata, suspension,
- * limits of their own, the portal's branding) and delete. Every route takes an operator key only.
+ * limits of their own, retention included, the portal's branding) and delete. Every route takes an operator key only.
  */
 
 /** A tenant's limits as shown: every member, null where the deployment's setting applies. */
@@ -20,6 +20,7 @@ function limitsView(l: TenantLimits | null | undefined) {
     ingest_per_tenant: l?.ingest_per_tenant ?? null,
     max_payload_bytes: l?.max_payload_bytes ?? null,
     quotas: Object.fromEntries(Object.keys(QUOTA_KINDS).map((q) => [q, l?.quotas?.[q as QuotaName] ?? null])),
+    retention: Object.fromEntries(RETENTION_MEMBERS.map((m) => [m, l?.retention?.[m] ?? null])),
   };
 }
 
@@ -58,6 +59,7 @@ function mergedLimits(current: TenantLimits | null | undefined, given: TenantBod
   if (given === null) return null;
   const next = { ...(current ?? {}), ...given } as TenantLimits;
   if (given.quotas !== undefined) next.quotas = given.quotas === null ? null : compact({ ...(current?.quotas ?? {}), ...(given.quotas as object) });
+  if (given.retention !== undefined) next.retention = given.retention === null ? null : compact({ ...(current?.retention ?? {}), ...(given.retention as object) });
   return compact(next) as TenantLimits | null;
 }
 
@@ -83,6 +85,8 @@ function checkLimits(check: BodyCheck<TenantBody>, maxBodyBytes: number): void {
 export interface TenantsRouterOptions {
   /** INGEST_MAX_BODY_BYTES: no tenant may take larger bodies. */
   maxBodyBytes: number;
+  /** Erases a tenant that exists (platform/erasure): what DELETE runs. */
+  erase(tenantId: string): Promise<unknown>;
   /** Middleware every route runs first: authentication, rate limit, body parsing, idempotency. */
   before: RequestHandler[];
 }
@@ -108,6 +112,8 @@ export function tenantsRouter(store: ConfigStore, options: TenantsRouterOptions)
     const b = check.body;
     await store.sync();
     if (store.tenant(b.id!)) throw new AppError('conflict', `a tenant ${b.id!} exists already`);
+    const erased = store.get('erased_tenant', b.id!, b.id!);
+    if (erased) throw new AppError('conflict', `the tenant ${b.id!} was erased at ${erased.erased_at}; an erased tenant's id is not given again`);
     const now = new Date().toISOString();
     const tenant: Tenant = {
       kind: 'tenant',
@@ -131,6 +137,7 @@ export function tenantsRouter(store: ConfigStore, options: TenantsRouterOptions)
 
   router.patch('/:tenantId', ...guard, async (req, res) => {
     const current = find(req);
+    if (isErasing(current)) throw new AppError('conflict', `the tenant ${current.id} is being erased; DELETE it again to finish the erasure`);
     const check = validateBody<TenantBody>('updateTenant', req.body);
     if (check.body.id !== undefined && check.usable('id') && check.body.id !== current.id) check.fail('id', `is ${current.id} and cannot change`);
     checkLimits(check, options.maxBodyBytes);
@@ -153,9 +160,13 @@ export function tenantsRouter(store: ConfigStore, options: TenantsRouterOptions)
     res.json(tenantView(store.tenant(current.id) ?? next));
   });
 
-  router.delete('/:tenantId', ...guard, (req) => {
+  // synchronous: the answer comes once every store is erased (seconds; docs/tenants.md)
+  router.delete('/:tenantId', ...guard, async (req, res) => {
+    if (String(req.params.tenantId) === OPERATOR_TENANT) throw new AppError('conflict', 'the operator keys belong to no tenant and are not erased; revoke them instead');
+    await store.sync();
     const t = find(req);
-    throw new AppError('conflict', `tenant ${t.id} cannot be deleted: deleting a tenant must erase its data (events, deliveries, logs, secrets), which this service does not do yet; suspend it instead (PATCH with "state": "suspended")`);
+    await options.erase(t.id);
+    res.status(204).end();
   });
 
   return router;

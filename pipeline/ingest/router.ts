@@ -4,7 +4,7 @@ import { AppError, unprocessable } from '../../core/errors';
 import { HOPS_HEADER, hopsOf } from '../../core/hops';
 import { newId } from '../../core/ids';
 import type { Ingester, Tenant } from '../../core/model';
-import { isSuspended, maxBodyBytesOf } from '../../core/tenants';
+import { isErasing, isSuspended, maxBodyBytesOf } from '../../core/tenants';
 import { webhookKey } from '../../core/record-keys';
 import type { Topics } from '../../core/topics';
 import type { Logger } from '../../core/log';
@@ -203,8 +203,9 @@ export function ingestRouter(deps: IngestDeps): Router {
         await deps.config.sync();
         ingester = deps.config.find('ingester', ingesterId);
       }
-      if (!ingester) throw new AppError('not-found', `no ingester ${ingesterId}`);
-      const tenant = deps.config.tenant?.(ingester.tenant_id);
+      const tenant = ingester && deps.config.tenant?.(ingester.tenant_id);
+      // a tenant being erased has no Hook URLs any more, as once it is erased
+      if (!ingester || isErasing(tenant)) throw new AppError('not-found', `no ingester ${ingesterId}`);
       if (isSuspended(tenant)) throw new AppError('tenant-suspended', `the tenant ${ingester.tenant_id} is suspended; its Hook URLs accept nothing until it is resumed`);
       await new Promise<void>((resolve, reject) => parserOf(maxBodyBytesOf(tenant, deps.maxBodyBytes))(req, res, (err?: unknown) => (err ? reject(err as Error) : resolve())));
       const refusal = await deps.limiter?.admit(ingester.tenant_id, ingester.id, tenant);
@@ -255,7 +256,7 @@ export function hookFastPath(
     const ingester = d.config.find('ingester', id);
     if (!ingester) return fallback(req, res);
     const tenant = d.config.tenant?.(ingester.tenant_id);
-    if (isSuspended(tenant)) return fallback(req, res);
+    if (isSuspended(tenant) || isErasing(tenant)) return fallback(req, res);
     const maxBodyBytes = maxBodyBytesOf(tenant, d.maxBodyBytes);
     const declared = req.headers['content-length'];
     if (declared !== undefined && !(Number(declared) <= maxBodyBytes)) return fallback(req, res);

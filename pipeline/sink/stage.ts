@@ -6,6 +6,7 @@ import { decideBatch, fencingTokenOf, type ChainHead } from '../evidence/chain';
 import { recordSinkFlush, secondsSince } from '../../platform/metrics/metrics';
 import { ackedRow, deadLetterReplayRow, deadLetterRow, eventRow, eventTypeRow, evidenceRows, logRow, outcomeRows, receivedRow, stateRow, transitionRow } from './rows';
 import { ownerOfLetter, type LetterOwner } from '../dead-letter';
+import { withExpiry, type RetentionOf } from './expiry';
 import { recordTraceOf, traceIdOf, type RecordHeaders } from '../../platform/tracing/trace-context';
 import { endSpan, recordSpanAttributes, isTracing, SPAN_ATTRIBUTES, SpanKind, startSpan, type Span } from '../../platform/tracing/tracing';
 
@@ -29,6 +30,19 @@ export interface SinkOptions {
   batchRows: number;
   /** Longest a row waits before its insert. */
   flushMs: number;
+  /** Each tenant's retention: rows get their expiry columns from it. Unset: the tables' defaults (kept for ever). */
+  retention?: RetentionOf;
+  /** Whether a tenant is erased or being erased: its rows are dropped, not written back (the evidence log's excepted). */
+  erased?: (tenantId: string) => boolean;
+}
+
+/** The evidence log's tables keep every row: leaves are hashes, and each proof needs all of them. */
+const EVIDENCE_TABLES: ReadonlySet<SinkTable> = new Set(['evidence_nodes', 'evidence_leaves', 'evidence_checkpoints']);
+
+/** The rows of a table that may be written: none of a tenant that is erased. */
+function rowsToWrite(table: SinkTable, rows: Record<string, unknown>[], erased: SinkOptions['erased']): Record<string, unknown>[] {
+  if (!erased || EVIDENCE_TABLES.has(table)) return rows;
+  return rows.some((r) => erased(String(r.tenant_id))) ? rows.filter((r) => !erased(String(r.tenant_id))) : rows;
 }
 
 interface Buffer {
@@ -119,11 +133,13 @@ export async function runSink(topics: Topics, writer: RowWriter, deps: RunnerDep
     const started = performance.now();
     for (let attempt = 1; ; attempt++) {
       try {
+        // judged at insert time, not when read: a row buffered before its tenant's erasure began is dropped too
         for (const table of SINK_TABLES) {
-          const rows = b.rows.get(table);
-          if (rows && rows.length > 0) await writer.insert(table, rows);
+          const rows = rowsToWrite(table, b.rows.get(table) ?? [], options.erased);
+          if (rows.length > 0) await writer.insert(table, rows);
         }
-        if (b.acked.length > 0) await writer.insert('event_transitions', b.acked);
+        const acked = rowsToWrite('event_transitions', b.acked, options.erased);
+        if (acked.length > 0) await writer.insert('event_transitions', acked);
         await consuming.commitNow([...b.offsets.values()]);
         recordSinkFlush(rowCounts(b), secondsSince(started));
         for (const span of b.spans) {
@@ -169,31 +185,33 @@ export async function runSink(topics: Topics, writer: RowWriter, deps: RunnerDep
       return rows;
     };
     const rows = rowsOf(table);
+    // a row's expiry columns, from its tenant's retention and the time it records
+    const expiring = <R extends { tenant_id: string }>(t: SinkTable, row: R, atMs: number): R => (options.retention ? withExpiry(t, row, atMs, options.retention) : row);
     for (let i = 0; i < values.length; i++) {
       const value = values[i];
       switch (table) {
         case 'events': {
           const event = value as WebhookEvent;
-          rows.push(eventRow(event));
+          rows.push(expiring('events', eventRow(event), event.received_at));
           const span = tracing ? storeSpan('events', topic, headers[i], event) : undefined;
           if (span) buffer.spans.push(span);
           // the event record is the record of its `received` state
-          rowsOf('event_transitions').push(receivedRow(event));
+          rowsOf('event_transitions').push(expiring('event_transitions', receivedRow(event), event.received_at));
           buffer.count++;
           break;
         }
         case 'event_transitions':
-          rows.push(input.state ? stateRow(value as WebhookEvent, input.state, times[i]!) : transitionRow(value as EventTransition));
-          if (input.state === 'validated' && (value as WebhookEvent).event_type) rowsOf('event_types').push(eventTypeRow(value as WebhookEvent));
+          rows.push(input.state ? expiring(table, stateRow(value as WebhookEvent, input.state, times[i]!), times[i]!) : expiring(table, transitionRow(value as EventTransition), (value as EventTransition).at));
+          if (input.state === 'validated' && (value as WebhookEvent).event_type) rowsOf('event_types').push(expiring('event_types', eventTypeRow(value as WebhookEvent), (value as WebhookEvent).received_at));
           break;
         case 'deliveries': {
           const outcome = value as DeliveryOutcome;
           const made = outcomeRows(outcome, traceIdOf(recordTraceOf(headers[i])));
           const span = tracing ? storeSpan('deliveries', topic, headers[i], outcome) : undefined;
           if (span) buffer.spans.push(span);
-          rows.push(made.deliveries);
-          rowsOf('logs').push(made.logs);
-          if (made.event_transitions) rowsOf('event_transitions').push(made.event_transitions);
+          rows.push(expiring('deliveries', made.deliveries, outcome.attempted_at));
+          rowsOf('logs').push(expiring('logs', made.logs, outcome.attempted_at + outcome.duration_ms));
+          if (made.event_transitions) rowsOf('event_transitions').push(expiring('event_transitions', made.event_transitions, outcome.attempted_at + outcome.duration_ms));
           if (made.destination_changes) rowsOf('destination_changes').push(made.destination_changes);
           buffer.count += 1;
           break;
@@ -211,17 +229,17 @@ export async function runSink(topics: Topics, writer: RowWriter, deps: RunnerDep
           rowsOf('evidence_nodes').push(...r.nodes);
           rowsOf('evidence_checkpoints').push(r.checkpoint);
           buffer.count += r.leaves.length + r.nodes.length;
-          for (const l of b.leaves) if (l.status === 'delivered') buffer.acked.push(ackedRow(l, b.sealed_at));
+          for (const l of b.leaves) if (l.status === 'delivered') buffer.acked.push(expiring('event_transitions', ackedRow(l, b.sealed_at), b.sealed_at));
           break;
         }
         case 'logs':
-          rows.push(logRow(value as LogEntry));
+          rows.push(expiring('logs', logRow(value as LogEntry), (value as LogEntry).ts));
           break;
         case 'dead_letters':
-          rows.push(deadLetterRow(value as DeadLetter, owners[i]!));
+          rows.push(expiring('dead_letters', deadLetterRow(value as DeadLetter, owners[i]!), (value as DeadLetter).at));
           break;
         case 'dead_letter_replays':
-          rows.push(deadLetterReplayRow(value as DeadLetterReplay));
+          rows.push(expiring('dead_letter_replays', deadLetterReplayRow(value as DeadLetterReplay), (value as DeadLetterReplay).replayed_at));
           break;
       }
       buffer.count++;
@@ -241,8 +259,8 @@ export async function runSink(topics: Topics, writer: RowWriter, deps: RunnerDep
       if (message.value === null) continue;
       const decoded = await batch.decode(message as typeof message & { value: Buffer });
       if (decoded.undecodable !== undefined) {
-        // no row; the stage reading the topic sets the bytes aside
-        running.log.error('record skipped: it cannot be decoded', { topic: batch.topic, partition: batch.partition, offset: message.offset, reason: decoded.undecodable });
+        // no row; the stage reading the topic sets the bytes aside (a body that does not open is logged once, where it was read)
+        if (!decoded.unopenable) running.log.error('record skipped: it cannot be decoded', { topic: batch.topic, partition: batch.partition, offset: message.offset, reason: decoded.undecodable });
         continue;
       }
       values.push(decoded.value);

@@ -140,6 +140,18 @@ export class ConfigStore {
     return ([...group.values()] as EntityOf<K>[]).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   }
 
+  /** Every entity of one tenant, of every kind, its tenant entity included. */
+  ofTenant(tenantId: string): Entity[] {
+    const out: Entity[] = [];
+    for (const e of this.entities.values()) if (tenantOf(e) === tenantId) out.push(e);
+    return out;
+  }
+
+  /** Whether the tenant was erased (its marker stays for good) or is being erased: its records are dropped. */
+  isErased(tenantId: string): boolean {
+    return this.entities.has(entityKey('erased_tenant', tenantId, tenantId)) || this.tenant(tenantId)?.state === 'erasing';
+  }
+
   /** Entities of one kind across all tenants. */
   all<K extends EntityKind>(kind: K): EntityOf<K>[] {
     const out: EntityOf<K>[] = [];

@@ -4,9 +4,10 @@ import type { ApiKey, Tenant } from '../../core/model';
 import type { Scope } from '../../core/scopes';
 import type { ConfigStore } from './config-store';
 
-/** Creates the tenant unless it exists; returns it either way. */
+/** Creates the tenant unless it exists; returns it either way. An erased tenant's id is not given out again. */
 export async function ensureTenant(store: ConfigStore, tenantId: string, name = tenantId): Promise<Tenant> {
   await store.sync();
+  if (store.isErased(tenantId)) throw new AppError('conflict', `tenant ${tenantId} was erased (or is being erased); its id is not given out again`);
   const existing = store.get('tenant', tenantId, tenantId);
   if (existing) return existing;
   const tenant: Tenant = { kind: 'tenant', id: tenantId, name, created_at: new Date().toISOString() };

@@ -9,7 +9,8 @@ import { uniqueSuffix } from '../support/ids';
  * changes tenants (a tenant's key cannot); a suspended tenant's Hook URLs answer 403 on the fast
  * path and the router, its deliveries are held and all arrive once it is resumed; limits of a
  * tenant's own raise its ingest limit, its quota and lower its body size while another tenant
- * keeps the deployment's; deleting a tenant is refused (409) as long as erasure does not exist.
+ * keeps the deployment's; deleting a tenant erases it (test/e2e/erasure.test.ts: every store), and its
+ * id is not given again.
  */
 describe('tenants', () => {
   let svc: TestService;
@@ -53,7 +54,7 @@ describe('tenants', () => {
     expect(made.status).toBe(201);
     expect(made.headers.get('location')).toBe(`/v1/tenants/${id}`);
     expect(made.body).toMatchObject({ id, name: 'Acme', metadata: { plan: 'pro' }, state: 'active', suspended_at: null, portal: { logo_url: null, accent_color: '#0a7cff', frame_ancestors: ['https://app.acme.test'] } });
-    expect(made.body.limits).toEqual({ ingest_per_hook: null, ingest_per_tenant: null, max_payload_bytes: null, quotas: { ingesters: null, destinations: null, delivery_flows: null, saved_payloads: null, api_keys: null, event_types: null } });
+    expect(made.body.limits).toEqual({ ingest_per_hook: null, ingest_per_tenant: null, max_payload_bytes: null, quotas: { ingesters: null, destinations: null, delivery_flows: null, saved_payloads: null, api_keys: null, event_types: null }, retention: { bodies_seconds: null, attempts_seconds: null, logs_seconds: null } });
     expectProblem(await op('POST', '/v1/tenants', { id, name: 'Again' }), 409, 'conflict');
 
     const list = await op('GET', '/v1/tenants?limit=200');
@@ -80,11 +81,13 @@ describe('tenants', () => {
     expectProblem(await op('PATCH', `/v1/tenants/${id}`, { id: 'other' }), 400, 'validation-error');
     expectProblem(await op('GET', `/v1/tenants/nobody-${sfx}`), 404, 'not-found');
 
-    // deleting must erase a tenant's data, which does not exist yet: refused, the tenant stays
-    const del = await op('DELETE', `/v1/tenants/${id}`);
-    expectProblem(del, 409, 'conflict');
-    expect(del.body.detail).toMatch(/suspend it instead/);
-    expect((await op('GET', `/v1/tenants/${id}`)).status).toBe(200);
+    // deleting erases the tenant: gone, and its id is not given again
+    expect((await op('DELETE', `/v1/tenants/${id}`)).status).toBe(204);
+    expectProblem(await op('GET', `/v1/tenants/${id}`), 404, 'not-found');
+    expectProblem(await op('DELETE', `/v1/tenants/${id}`), 404, 'not-found');
+    const again = await op('POST', '/v1/tenants', { id, name: 'Again' });
+    expectProblem(again, 409, 'conflict');
+    expect(again.body.detail).toMatch(/was erased at/);
   });
 
   it('a suspended tenant: its Hook URLs answer 403, its deliveries are held, and all arrive once resumed', async () => {
@@ -164,4 +167,30 @@ describe('tenants', () => {
     expect(reset.body.limits).toMatchObject({ max_payload_bytes: null, ingest_per_hook: { limit: 40, window_seconds: 60 }, quotas: { destinations: 3 } });
     await eventually('the body limit is the setting again', async () => ((await hook(b.ingesterId, body)).status === 202 ? true : undefined), 10_000);
   }, 90_000);
+
+  it("a tenant's retention: set member by member, bounded, reset by null", async () => {
+    const id = `kept-${sfx}`;
+    expect((await op('POST', '/v1/tenants', { id, name: 'Kept', limits: { retention: { bodies_seconds: 86_400 } } })).status).toBe(201);
+    const set = await op('PATCH', `/v1/tenants/${id}`, { limits: { retention: { attempts_seconds: 7_776_000, logs_seconds: 3_600 } } });
+    expect(set.status).toBe(200);
+    expect(set.body.limits.retention).toEqual({ bodies_seconds: 86_400, attempts_seconds: 7_776_000, logs_seconds: 3_600 });
+    expect((await op('GET', `/v1/tenants/${id}`)).body.limits.retention).toEqual(set.body.limits.retention);
+    // each member at most 10 years, at least 1 s, a whole number; no other member
+    for (const [retention, field] of [
+      [{ bodies_seconds: 0 }, 'limits.retention.bodies_seconds'],
+      [{ attempts_seconds: 315_360_001 }, 'limits.retention.attempts_seconds'],
+      [{ logs_seconds: 1.5 }, 'limits.retention.logs_seconds'],
+      [{ logs_seconds: '30d' }, 'limits.retention.logs_seconds'],
+      [{ forever: true }, 'limits.retention'],
+    ] as const) {
+      const refused = await op('PATCH', `/v1/tenants/${id}`, { limits: { retention } });
+      expectProblem(refused, 400, 'validation-error');
+      expect(JSON.stringify(refused.body)).toContain(field);
+    }
+    expect((await op('GET', `/v1/tenants/${id}`)).body.limits.retention).toEqual(set.body.limits.retention);
+    const one = await op('PATCH', `/v1/tenants/${id}`, { limits: { retention: { bodies_seconds: null } } });
+    expect(one.body.limits.retention).toEqual({ bodies_seconds: null, attempts_seconds: 7_776_000, logs_seconds: 3_600 });
+    const all = await op('PATCH', `/v1/tenants/${id}`, { limits: { retention: null } });
+    expect(all.body.limits.retention).toEqual({ bodies_seconds: null, attempts_seconds: null, logs_seconds: null });
+  });
 });
