@@ -81,7 +81,7 @@ export class AvroCodec {
   /** The record's bytes; a tenant's first record may wait for its data key to be made. */
   async encode<N extends RecordName>(topic: string, name: N, value: RecordTypes[N]): Promise<Buffer> {
     const id = this.schemaId(topic);
-    const stored = SEALED_RECORDS.has(name) ? (this.bodies ? await this.bodies.seal(value as SealableRecord) : inClear(value as SealableRecord)) : value;
+    const stored = SEALED_RECORDS.has(name) ? (this.bodies ? await this.bodies.seal(value as SealableRecord) : unsealed(value as SealableRecord)) : value;
     return this.registry.encode(id, stored);
   }
 
@@ -93,7 +93,7 @@ export class AvroCodec {
   encodeNow<N extends RecordName>(topic: string, name: N, value: RecordTypes[N]): Buffer | undefined {
     const type = this.types.get(topic);
     if (type === undefined) return undefined;
-    const stored = SEALED_RECORDS.has(name) ? (this.bodies ? this.bodies.sealNow(value as SealableRecord) : inClear(value as SealableRecord)) : value;
+    const stored = SEALED_RECORDS.has(name) ? (this.bodies ? this.bodies.sealNow(value as SealableRecord) : unsealed(value as SealableRecord)) : value;
     if (stored === undefined) return undefined;
     let avro: Buffer;
     try {
@@ -116,7 +116,17 @@ export class AvroCodec {
   async decode<N extends RecordName>(name: N, buffer: Buffer): Promise<RecordTypes[N]> {
     const { id, writer } = await this.writerOf(buffer);
     const value = decodeWith(writer, id, buffer) as RecordTypes[N];
-    return this.bodies && SEALED_RECORDS.has(name) ? ((await this.bodies.open(value as SealableRecord)) as RecordTypes[N]) : value;
+    if (!SEALED_RECORDS.has(name)) return value;
+    return this.bodies ? ((await this.bodies.open(value as SealableRecord)) as RecordTypes[N]) : (unsealed(value as SealableRecord) as RecordTypes[N]);
+  }
+
+  /**
+   * A record as it is stored on Kafka: a sealed body stays sealed, named by `body_key`. For readers
+   * that look at the stored form (what a log segment holds), never for a stage, which reads the body.
+   */
+  async decodeStored<N extends RecordName>(_name: N, buffer: Buffer): Promise<RecordTypes[N]> {
+    const { id, writer } = await this.writerOf(buffer);
+    return decodeWith(writer, id, buffer) as RecordTypes[N];
   }
 
   /**
@@ -137,7 +147,8 @@ export class AvroCodec {
     const writer = this.writers.get(id);
     if (writer === undefined) return undefined;
     const value = decodeWith(writer, id, buffer) as RecordTypes[N];
-    return this.bodies && SEALED_RECORDS.has(name) ? (this.bodies.openNow(value as SealableRecord) as RecordTypes[N] | undefined) : value;
+    if (!SEALED_RECORDS.has(name)) return value;
+    return this.bodies ? (this.bodies.openNow(value as SealableRecord) as RecordTypes[N] | undefined) : (unsealed(value as SealableRecord) as RecordTypes[N]);
   }
 
   /**
@@ -164,7 +175,8 @@ export class AvroCodec {
     const later = async (buffer: Buffer) => {
       const { id, writer } = await this.writerOf(buffer);
       const value = read(writer, id, buffer);
-      return opens && this.bodies ? ((await this.bodies.open(value as unknown as SealableRecord)) as unknown as Read) : value;
+      if (!opens) return value;
+      return this.bodies ? ((await this.bodies.open(value as unknown as SealableRecord)) as unknown as Read) : (unsealed(value as unknown as SealableRecord) as unknown as Read);
     };
     return Object.assign(later, {
       now: (buffer: Buffer) => {
@@ -172,7 +184,8 @@ export class AvroCodec {
         const writer = this.writers.get(id);
         if (writer === undefined) return undefined;
         const value = read(writer, id, buffer);
-        return opens && this.bodies ? (this.bodies.openNow(value as unknown as SealableRecord) as unknown as Read | undefined) : value;
+        if (!opens) return value;
+        return this.bodies ? (this.bodies.openNow(value as unknown as SealableRecord) as unknown as Read | undefined) : (unsealed(value as unknown as SealableRecord) as unknown as Read);
       },
     });
   }
@@ -193,8 +206,14 @@ export class AvroCodec {
 }
 
 /** A record written by a codec without data keys: its body in clear, whatever key a record it came from named. */
-function inClear<R extends SealableRecord>(record: R): R {
-  return record.body_key == null ? record : { ...record, body_key: null };
+/**
+ * The record itself, when its body is in clear. A body sealed under a key (read by a codec without
+ * the tenants' data keys) is refused, not passed on: sent or written again as it is, its sealed
+ * bytes would pass for the body.
+ */
+function unsealed<R extends SealableRecord>(record: R): R {
+  if (record.body_key != null) throw new Error(`the body of ${record.event_id} is sealed with data key ${record.body_key}, and this codec holds no data keys (AvroCodec.sealBodies)`);
+  return record;
 }
 
 /** The schema id of bytes in the wire format; throws UndecodableRecordError for other bytes. */

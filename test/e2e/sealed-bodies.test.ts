@@ -154,7 +154,7 @@ describe('webhook bodies sealed at rest on Kafka', () => {
     const sealedOn = async (topic: string, record: 'WebhookEvent' | 'DeliveryTask') => {
       const found: (WebhookEvent | DeliveryTask)[] = [];
       for (const r of await readTopic(svc.service.kafka, topic)) {
-        const value = await plain.decode(record, r.value!);
+        const value = await plain.decodeStored(record, r.value!);
         if (ours.has(value.event_id)) found.push(value);
       }
       for (const v of found) {

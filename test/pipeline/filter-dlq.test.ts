@@ -114,7 +114,7 @@ describe('filter stage dead letters', () => {
     expect(heldRows.find((r) => r.state === 'dlq_queued')!.reason).toMatch(/^filter not evaluated: the ingester's filters are invalid: filters\[0\]\.pattern is not a valid RE2 regular expression/);
 
     const letters = await deadLettersOf([longId, heldId]);
-    const decoded: WebhookEvent = await codec.decode('WebhookEvent', letters.get(heldId)!.letter.value);
+    const decoded: WebhookEvent = await codec.decodeStored('WebhookEvent', letters.get(heldId)!.letter.value);
     expect(decoded.headers).toContainEqual({ name: 'x-tag', value: 'ta' });
   });
 });

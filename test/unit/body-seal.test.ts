@@ -171,7 +171,7 @@ describe('the codec with data keys', () => {
     const bytes = await codec.encode('received', 'WebhookEvent', event);
     const taskBytes = codec.encodeNow('requested', 'DeliveryTask', task)!;
     for (const b of [bytes, taskBytes]) expect(b.includes(Buffer.from('ord_8f3a'))).toBe(false);
-    const stored = await plain.decode('WebhookEvent', bytes);
+    const stored = await plain.decodeStored('WebhookEvent', bytes);
     expect(stored.body_key).toBe('dk_tenant-a_1');
     expect(stored.body.equals(body)).toBe(false);
 
@@ -188,8 +188,10 @@ describe('the codec with data keys', () => {
     const decodedOld = await codec.decode('WebhookEvent', old);
     expect(decodedOld).toMatchObject({ event_id: 'evt_1', body });
     expect(decodedOld.body_key).toBeUndefined(); // records decode with the schema they were written with
-    const clear = await plain.encode('received', 'WebhookEvent', { ...event, body_key: 'dk_elsewhere' });
-    expect(await codec.decode('WebhookEvent', clear)).toMatchObject({ body, body_key: null });
+    // a codec without keys never passes sealed bytes on as a body: it refuses to read or write them
+    await expect(plain.encode('received', 'WebhookEvent', { ...event, body_key: 'dk_elsewhere' })).rejects.toThrow(/is sealed with data key dk_elsewhere, and this codec holds no data keys/);
+    await expect(plain.decode('WebhookEvent', bytes)).rejects.toThrow(/is sealed with data key dk_tenant-a_1, and this codec holds no data keys/);
+    expect(() => plain.decodeNow('WebhookEvent', bytes)).toThrow(/this codec holds no data keys/);
 
     // its tenant's key destroyed: unopenable, not undecodable
     keys.destroy('tenant-a');
