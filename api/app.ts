@@ -40,6 +40,7 @@ import { ReplayMatches } from '../platform/replay/job-matches';
 import { eventTypesRouter } from './routes/event-types';
 import { KeyUsage } from '../platform/redis/key-usage';
 import { statsRouter } from './routes/stats';
+import { analyticsRouter } from './routes/analytics';
 import { meRouter } from './routes/me';
 import { StageLagReader } from '../platform/kafka/stage-lag';
 import { uiHandler } from './ui';
@@ -50,9 +51,11 @@ import { DESTINATION_TYPE_SPECS } from '../core/destination-types';
 import type { Transformer } from '../pipeline/deliver/transform/transformer';
 import { DeadLetterStore } from '../platform/clickhouse/dead-letters';
 import { tenantsRouter } from './routes/tenants';
+import { eraseTenant } from '../platform/erasure/erase-tenant';
 import { portalExchangeRouter, portalLookup, portalSessionsRouter } from './routes/portal-sessions';
 import { PortalSessions } from '../platform/redis/portal-sessions';
 import { destinationTestEventsRouter } from './routes/destination-test-events';
+import { exportsRouter } from './routes/exports';
 
 /** What the API needs once the service is up. */
 export interface ApiServices {
@@ -222,7 +225,7 @@ export function createApp(options: ApiOptions): Express {
     // operators' routes: the tenants themselves (the tenant router below serves what is inside one)
     app.use(
       '/v1/tenants',
-      whenReady((s) => tenantsRouter(s.store, { maxBodyBytes: s.maxBodyBytes, before: commonOf(s, [authenticate(inProcessOf(s).lookup(), onUse(s))]) })),
+      whenReady((s) => tenantsRouter(s.store, { maxBodyBytes: s.maxBodyBytes, erase: (id) => eraseTenant({ store: s.store, redis: s.redis, redisPrefix: s.redisPrefix, clickhouse: { client: s.clickhouse, database: s.clickhouseDatabase }, log: options.log }, id), before: commonOf(s, [authenticate(inProcessOf(s).lookup(), onUse(s))]) })),
     );
     // portal sessions: the tenant's keys, or an operator key on its behalf
     app.use(
@@ -263,10 +266,12 @@ export function createApp(options: ApiOptions): Express {
         tenant.use('/replays', replaysRouter(s.store, new ReplayMatches(s.clickhouse, s.clickhouseDatabase), s.redis, s.redisPrefix));
         tenant.use('/event-types', eventTypesRouter(s.store, s.claims, s.quotas));
         tenant.use('/logs', logsRouter(s.clickhouse, s.clickhouseDatabase));
+        tenant.use('/exports', exportsRouter(s.clickhouse, s.clickhouseDatabase, options.log));
         tenant.use('/evidence', evidenceRouter(s.evidence, s.clickhouse, s.clickhouseDatabase));
         tenant.use('/evidence-log', evidenceLogRouter(s.evidence, s.evidenceLog));
         const lag = new StageLagReader(s.operations.admin, s.operations.topics, s.operations.groupPrefix);
         tenant.use('/stats', statsRouter({ clickhouse: s.clickhouse, database: s.clickhouseDatabase, store: s.store, lag, breakers: s.operations.breakers, log: options.log }));
+        tenant.use('/analytics', analyticsRouter(s.clickhouse, s.clickhouseDatabase));
         return tenant;
       }),
     );

@@ -21,6 +21,8 @@ import { MAX_REPLAY_MATCHES, MAX_REPLAY_RANGE_DAYS, MAX_RUNNING_REPLAYS } from '
 import { eventTypePaths, eventTypeSchemas } from './openapi-event-types';
 import { dashboardPaths, dashboardSchemas } from './openapi-dashboard';
 import { deadLetterPaths, deadLetterSchemas } from './openapi-dead-letters';
+import { exportPaths, exportSchemas } from './openapi-exports';
+import { analyticsPaths, analyticsSchemas } from './openapi-analytics';
 import { destinationTypePaths, destinationTypeSchemas } from './openapi-destination-types';
 import { tenantPaths as tenantResourcePaths, tenantSchemas } from './openapi-tenants';
 
@@ -583,7 +585,7 @@ function replaySchemas(): Json {
     replayed: { type: 'integer', minimum: 0, description: 'Matches queued again as new deliveries so far; of a cancelled job, those queued before the cancel (a batch being sent at that moment included), and nothing is queued after it.' },
     delivered: { type: 'integer', minimum: 0, description: 'Deliveries of this job delivered; of a cancelled job, as it stood at the cancel (its deliveries still run, uncounted).' },
     failed: { type: 'integer', minimum: 0, description: 'Deliveries of this job that failed for good (no attempt left); of a cancelled job, as it stood at the cancel.' },
-    skipped: { type: 'integer', minimum: 0, description: 'Matches not queued: their event is no longer stored, or its stored body does not match the SHA-256 recorded at receipt.' },
+    skipped: { type: 'integer', minimum: 0, description: 'Matches not queued: their event is no longer stored, its body was removed by retention, or its stored body does not match the SHA-256 recorded at receipt.' },
     created_at: schema('Timestamp'),
     updated_at: schema('Timestamp'),
     finished_at: nullable(schema('Timestamp')),
@@ -842,6 +844,8 @@ function schemas(errorBase: string): Json {
     ...eventTypeSchemas({ schema, typedId, nullable, shownBack, listOf }),
     ...dashboardSchemas({ schema, nullable }),
     ...deadLetterSchemas({ schema, typedId, nullable, listOf }),
+    ...exportSchemas({ schema, nullable }),
+    ...analyticsSchemas({ schema }),
     ...destinationTypeSchemas({ schema, nullable }),
     ...tenantSchemas({ schema, nullable, shownBack, listOf, nameInput }),
     ...apiKeySchemas(),
@@ -1575,7 +1579,7 @@ function tenantPaths(): Json {
         operationId: 'retryEvent', summary: 'Retry the failed deliveries of an event', tag: 'Events', scope: 'write:events', rateLimitRoute: `POST ${T}/events/:id/retry`,
         description: 'Every dead delivery of the event (its latest attempt `failed`) to a destination that is still active becomes a new delivery (new id, attempt 1, the original bytes) to the same destination, each dead delivery once (also across the CLI\'s `dlq replay`). No body is needed; one sent is ignored.',
         success: { '202': ok('Queued.', 'RetryResult') }, forbidden: 'ForbiddenWriteResource', notFound: 'no such event',
-        conflict: { description: 'nothing is left to retry (no failed delivery, every one already retried, or their destinations are disabled or deleted), or the stored body does not match the SHA-256 recorded at receipt' },
+        conflict: { description: 'nothing is left to retry (no failed delivery, every one already retried, or their destinations are disabled or deleted), or the stored body does not match the SHA-256 recorded at receipt, or the body was removed by retention' },
       }),
     },
     [`${P}/saved-payloads`]: {
@@ -1662,6 +1666,8 @@ function tenantPaths(): Json {
     ...eventTypePaths({ P, T, tenant, idParam, tenantOperation, ok, created, noContent, jsonBody, listParams, pagingNote }),
     ...dashboardPaths({ P, T, tenant, idParam, tenantOperation, keyOperation: mcpOperation, ok }),
     ...deadLetterPaths({ P, T, tenant, tenantOperation, ok, schema, listParams, pagingNote }),
+    ...exportPaths({ P, T, tenant, tenantOperation, tenantHeaders: tenantHeaders(), deliverySearch: [ref('parameters', 'DeliveryStatus'), ...SEARCH_PARAMETERS.map((p) => ref('parameters', p))], logLevel: ref('parameters', 'LogLevel') }),
+    ...analyticsPaths({ P, T, tenant, tenantOperation, ok }),
     ...destinationTypePaths({ P, T, tenant, destinationId: idParam('DestinationId'), tenantOperation, ok, jsonBody, schema, headerRefs, problemResponse: (description, slug) => ({ description, headers: headerRefs(['X-Request-Id']), content: problemContent([slug as Exclude<ErrorSlug, 'method-not-allowed'>]) }) }),
     ...tenantResourcePaths({ P, T, tenant, destinationId: idParam('DestinationId'), tenantOperation, operatorOperation, ok, created, noContent, jsonBody, schema, headerRefs, listParams, problemResponse: (description, slug) => ({ description, headers: headerRefs(['X-Request-Id']), content: problemContent([slug as Exclude<ErrorSlug, 'method-not-allowed'>]) }) }),
     [`${P}/evidence/{delivery_id}`]: {
@@ -1989,6 +1995,7 @@ export function openApiDocument(options: { errorBase: string; serverUrl?: string
       { name: 'Replays', description: 'Delivering again, in the background, the deliveries of a time range.' },
       { name: 'Event types', description: 'The tenant\'s catalogue of event types, with the JSON Schema of each payload: what destinations subscribe to.' },
       { name: 'Logs', description: 'The tenant\'s pipeline log.' },
+      { name: 'Exports', description: 'A tenant\'s deliveries, events and logs as NDJSON, CSV or Parquet, a bounded page per request, resumable by cursor.' },
       { name: 'Evidence', description: 'The verifiable log of delivery outcomes: inclusion proofs, signed checkpoints, consistency proofs.' },
       { name: 'Stats', description: 'What a dashboard of the tenant shows: throughput and errors over time, the pipeline\'s lag, the breakers of its destinations.' },
       { name: 'Identity', description: 'Which tenant and scopes an API key has.' },

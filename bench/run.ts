@@ -31,6 +31,8 @@ import { outcomeGenerator } from './lib/synthetic';
 import { runThrottle } from './throttle';
 import { backlogRate, produceDeliveryTasks } from './lib/tasks';
 import { BROKER_TYPES, runBrokerDelivery, runTransform, type DestinationBenchCtx } from './destinations';
+import { runAnalytics } from './analytics';
+import { sealingsPerEvent, sealOpenCost } from './sealing';
 
 // ---------------------------------------------------------------------------------------------
 // settings
@@ -72,11 +74,15 @@ const S = {
   clientInflight: Math.max(1, int('KAFKA_CLIENT_INFLIGHT', 4, 4)),
   searchRows: Math.max(10_000, int('SEARCH_ROWS', 10_000_000, 1_000_000)),
   searchReps: Math.max(1, int('SEARCH_REPS', 5, 3)),
+  analyticsRows: Math.max(10_000, int('ANALYTICS_ROWS', 10_000_000, 1_000_000)),
+  analyticsTenantRows: Math.max(1_000, int('ANALYTICS_TENANT_ROWS', 1_000_000, 100_000)),
+  analyticsReps: Math.max(5, int('ANALYTICS_REPS', 30, 10)),
+  analyticsRawReps: Math.max(1, int('ANALYTICS_RAW_REPS', 5, 3)),
   timeoutMin: int('BENCH_TIMEOUT_MINUTES', 60, 20),
   logLevel: process.env.BENCH_LOG_LEVEL ?? 'info',
   throttleRate: Math.max(1, int('THROTTLE_RATE', 50, 50)),
 };
-const ALL_SCENARIOS = ['ingest', 'delivery', 'end_to_end', 'memory', 'peer_bullmq', 'before_after', 'kafka_client', 'sink', 'query', 'evidence', 'search', 'throttle', 'broker_delivery', 'transform'] as const;
+const ALL_SCENARIOS = ['ingest', 'delivery', 'end_to_end', 'memory', 'peer_bullmq', 'before_after', 'kafka_client', 'sink', 'query', 'evidence', 'search', 'throttle', 'broker_delivery', 'transform', 'analytics', 'sealing'] as const;
 type Scenario = (typeof ALL_SCENARIOS)[number];
 const SELECTED = new Set<string>((process.env.BENCH_SCENARIOS ?? ALL_SCENARIOS.join(',')).split(',').map((s) => s.trim()).filter(Boolean));
 for (const s of SELECTED) if (!(ALL_SCENARIOS as readonly string[]).includes(s)) throw new Error(`BENCH_SCENARIOS: unknown scenario ${s}; known: ${ALL_SCENARIOS.join(', ')}`);
@@ -839,6 +845,50 @@ async function scenarioBeforeAfter(ctx: Ctx, before: OtherTree): Promise<void> {
   }
 }
 
+/**
+ * What sealing bodies on Kafka adds to a delivered event (bench/sealing.ts): µs per seal and per
+ * open of a 1 KiB body times the seals and opens one delivered event takes, against the service
+ * process's CPU per delivered event under the end-to-end closed loop (as before_after reads it).
+ */
+async function scenarioSealing(ctx: Ctx): Promise<void> {
+  const cost = sealOpenCost();
+  const counts = await sealingsPerEvent({ infra: ctx.infra, root: ctx.root, rec: ctx.rec, events: 1_000, logLevel: S.logLevel });
+  const added = counts.seals * cost.sealUs + counts.opens * cost.openUs;
+  say(`sealing: ${cost.sealUs} us per seal, ${cost.openUs} us per open of 1 KiB; per delivered event ${counts.seals} seals and ${counts.opens} opens = ${round(added, 1)} us`);
+  const svc = await startInstance({ name: 'svc-sealing', root: ctx.root, prefix: 'bench10.', stages: 'all', infra: ctx.infra, logLevel: S.logLevel });
+  const p = pool(svc.url, S.concurrency);
+  try {
+    const flows = await createFlows(svc, ctx.rec.hookUrl, S.flows, PARTITIONS);
+    const side = { name: 'sealing', pool: p, paths: flows.map((f) => f.hookPath), groups: groupsOf(ctx, { service: svc.proc.pid }), counts: () => true };
+    await warmUp(ctx, side);
+    const cpu: number[] = [];
+    for (let rep = 0; rep < S.reps; rep++) {
+      const r = await closedLoopThrough(ctx, side);
+      cpu.push(r.byPart.service ?? NaN);
+      say(`sealing rep ${rep + 1}/${S.reps}: ${Math.round(r.deliveredPerS)} delivered/s, service ${r.byPart.service} CPU us/event`);
+    }
+    const b = overReps(cpu, 0);
+    const share = added / b.value;
+    entry({
+      name: 'sealing',
+      metric: 'service CPU that sealing bodies on Kafka adds per delivered event',
+      unit: 'us/event',
+      value: round(added, 1),
+      spread: { min: round(added, 1), max: round(added, 1) },
+      repetitions: S.reps,
+      baseline: { name: 'service process CPU per delivered event (end-to-end closed loop)', ...b, unit: 'us/event' },
+      ratio: round(share, 4),
+      target: 0.03,
+      better: 'lower',
+      notes: `Sealing adds ${round(added, 1)} us per event = ${round(share * 100, 2)}% of the CPU per delivered event (${b.value} us, the service process under the end-to-end closed loop: ${S.concurrency} connections over ${S.flows} flows, ${S.warmupS} s warm-up, ${S.seconds} s counted, median of ${S.reps}). Per event: ${counts.seals} seals x ${cost.sealUs} us + ${counts.opens} opens x ${cost.openUs} us (1 KiB bodies; AES-256-GCM with the day's HKDF subkey of the tenant's data key, through the codec's sealer on this thread, CPU time (process.cpuUsage), median of 5 rounds of 20,000). Seals and opens (AES-GCM runs) counted over 1,000 webhooks through a service running every stage in the bench process, from the first accepted to the last stored by the sink: ingest seals once, every output carries the sealed bytes it was decided from, and the validate -> filter -> route chain, deliver and the sink find the body among the latest the process sealed or opened instead of opening it. Where they run in processes of their own, each opens once: ${round(cost.sealUs + 3 * cost.openUs, 1)} us = ${round(((cost.sealUs + 3 * cost.openUs) / b.value) * 100, 2)}% of the same CPU per event. ratio = added / CPU per event; target <= 3%.`,
+      details: { seal_us: cost.sealUs, open_us: cost.openUs, seals_per_event: counts.seals, opens_per_event: counts.opens, separate_processes_us: round(cost.sealUs + 3 * cost.openUs, 1), service_cpu_per_rep: cpu },
+    });
+  } finally {
+    await p.close().catch(() => undefined);
+    await svc.proc.stop();
+  }
+}
+
 /** One event through each path of a side, so that every consumer group (or the relay's Worker) is running before it is measured. */
 async function warmUp(ctx: Ctx, side: { name: string; pool: ReturnType<typeof pool>; paths: string[] }): Promise<void> {
   const warm = runTag();
@@ -1384,7 +1434,7 @@ async function main(): Promise<number> {
   let ctx: Ctx | undefined;
   let ok = false;
   try {
-    const needsInfra = ['ingest', 'delivery', 'end_to_end', 'memory', 'peer_bullmq', 'before_after', 'kafka_client', 'sink', 'query', 'throttle', 'broker_delivery', 'transform'].some((s) => wants(s as Scenario));
+    const needsInfra = ['ingest', 'delivery', 'end_to_end', 'memory', 'peer_bullmq', 'before_after', 'kafka_client', 'sink', 'query', 'throttle', 'broker_delivery', 'transform', 'sealing'].some((s) => wants(s as Scenario));
     if (needsInfra) {
       const t = performance.now();
       [kafkaServer, redis] = await Promise.all([startLocalKafka(path.join(root, 'kafka')), startLocalRedis(path.join(root, 'redis'))]);
@@ -1427,6 +1477,7 @@ async function main(): Promise<number> {
     if (infra && wants('throttle')) await timed('throttle', () => scenarioThrottle(infra));
     if (infra && wants('broker_delivery')) await timed('broker_delivery', () => scenarioBrokerDelivery(infra));
     if (infra && wants('transform')) await timed('transform', () => scenarioTransform(infra));
+    if (infra && wants('sealing')) await timed('sealing', () => scenarioSealing(infra));
     if (ctx) {
       await ctx.rec.close().catch(() => undefined);
       await ctx.receiver.stop(5_000);
@@ -1440,6 +1491,7 @@ async function main(): Promise<number> {
     redis = undefined;
     if (wants('evidence')) await timed('evidence', () => scenarioEvidence(root));
     if (wants('search')) await timed('search', () => scenarioSearch(root));
+    if (wants('analytics')) await timed('analytics', async () => void (await runAnalytics(root, { rows: S.analyticsRows, tenantRows: S.analyticsTenantRows, reps: S.analyticsReps, rawReps: S.analyticsRawReps })).map(entry));
     ok = failures.length === 0;
   } finally {
     killAllChildren();

@@ -13,9 +13,11 @@ import { searchDeliveries } from './search';
 import { replaysCommand, REPLAYS_USAGE } from './replays';
 import { eventTypesCommand } from './event-types';
 import { tenantStats, whoami } from './stats';
+import { analyticsCommand, ANALYTICS_USAGE } from './analytics';
 import { eventsCommand, EVENTS_USAGE } from './events';
 import { deliveriesCommand, DELIVERIES_USAGE } from './deliveries';
 import { deadLettersCommand, DEAD_LETTERS_USAGE } from './dead-letters';
+import { exportCommand, EXPORT_USAGE } from './exports';
 import { portalCommand, tenantsCommand, TENANTS_USAGE } from './tenants';
 
 /** The options of `evidence verify`, from its arguments and the environment. */
@@ -54,6 +56,7 @@ const USAGE = `usage:
 ${TENANTS_USAGE}
   npm run cli -- dlq replay --destination <destination id> [--no-progress]
 ${DEAD_LETTERS_USAGE}
+${EXPORT_USAGE}
   npm run cli -- secrets rotate
   npm run cli -- evidence verify <delivery id> --tenant <id> [--attempt <n>] [--api-url <url>] [--state <file>] [--verifier-key <key>]
                  (the API key comes from HOOKLINE_API_KEY)
@@ -67,6 +70,7 @@ ${DEAD_LETTERS_USAGE}
 ${DELIVERIES_USAGE}
   npm run cli -- stats [--window 15m|1h|24h] [--tenant <id>] [--api-url <url>]
                  (attempts per minute by outcome, error rate, the pipeline's lag per stage, breakers; key in HOOKLINE_API_KEY)
+${ANALYTICS_USAGE}
   npm run cli -- whoami [--api-url <url>]
                  (the tenant, scopes and limits of the key in HOOKLINE_API_KEY)
 ${EVENTS_USAGE}
@@ -78,6 +82,7 @@ async function main(argv: string[]): Promise<void> {
   if (argv[0] === 'destinations' && !argv.includes('--help') && !argv.includes('-h')) return void process.stdout.write(`${JSON.stringify(await destinationsCommand(argv.slice(1)))}\n`);
   if (argv[0] === 'ingesters' && !argv.includes('--help') && !argv.includes('-h')) return void process.stdout.write(`${JSON.stringify(await ingestersCommand(argv.slice(1)))}\n`);
   if (argv[0] === 'tenants' && !argv.includes('--help') && !argv.includes('-h')) return void process.stdout.write(`${JSON.stringify(await tenantsCommand(argv.slice(1)))}\n`);
+  if (argv[0] === 'export' && !argv.includes('--help') && !argv.includes('-h')) return void process.stdout.write(`${JSON.stringify(await exportCommand(argv.slice(1)))}\n`);
   if (argv[0] === 'portal' && !argv.includes('--help') && !argv.includes('-h')) return void process.stdout.write(`${JSON.stringify(await portalCommand(argv.slice(1)))}\n`);
   const { positionals, values } = parseArgs({
     args: argv,
@@ -111,6 +116,10 @@ async function main(argv: string[]): Promise<void> {
       window: { type: 'string' },
       stage: { type: 'string' },
       operator: { type: 'boolean' },
+      last: { type: 'string' },
+      bucket: { type: 'string' },
+      'group-by': { type: 'string' },
+      json: { type: 'boolean' },
     },
   });
   if (values.help) {
@@ -179,6 +188,10 @@ async function main(argv: string[]): Promise<void> {
     }
     case 'stats': {
       process.stdout.write(`${JSON.stringify(await tenantStats(values))}\n`);
+      return;
+    }
+    case 'analytics': {
+      process.stdout.write(await analyticsCommand(values));
       return;
     }
     case 'whoami': {

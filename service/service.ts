@@ -64,6 +64,8 @@ import { loadKeyring } from '../platform/secrets/keyring-source';
 import { EvidenceStore } from '../platform/evidence/store';
 import type { EvidenceLogInfo } from '../api/routes/evidence';
 import { INSERT_COLUMNS, runSink, type RowWriter } from '../pipeline/sink/stage';
+import { startSweeper } from '../platform/clickhouse/retention';
+import { retentionOf } from '../core/tenants';
 import { validateStage } from '../pipeline/validate/stage';
 import { healthProbe, type Connections } from './health';
 import { BreakerBoard } from '../platform/redis/breaker-board';
@@ -73,6 +75,7 @@ import { topology } from './topology';
 import { OperationalEvents, publishOnReceived } from '../platform/operational/emitter';
 import { watchBreakers } from '../platform/metrics/breaker-states';
 import { startTracing } from '../platform/tracing/tracing';
+import { DataKeys } from '../platform/secrets/data-keys';
 
 export interface RunningService {
   /** Base URL of the HTTP server, when this process runs the api stage. */
@@ -192,7 +195,7 @@ export async function startService(config: Config, log = new Logger(config.logLe
     cleanups.push(() => infra.stop());
 
     const kafka = createKafka(infra.endpoints.kafkaBrokers, `hookline-${process.pid}`, { log, requestTimeoutMs: config.kafkaRequestTimeoutMs });
-    const { specs, records } = topology(topics, config.kafkaPartitions, config.ingestMaxBodyBytes);
+    const { specs, records } = topology(topics, config.kafkaPartitions, config.ingestMaxBodyBytes, config.kafkaEventRetentionMs);
     await ensureTopics(kafka, specs, config.kafkaReplicationFactor);
     const admin = kafka.admin();
     await admin.connect();
@@ -232,6 +235,8 @@ export async function startService(config: Config, log = new Logger(config.logLe
     const store = new ConfigStore(kafka, codec, topics.config, keyring, (key, reason) => log.error('configuration record not applied: its secrets do not open', { key, reason }));
     await store.start();
     cleanups.push(() => store.stop());
+    // from here on every webhook body the codec writes to Kafka is sealed with its tenant's data key
+    codec.sealBodies(new DataKeys(store));
 
     // the log shipper's and the operational events' producer
     const producer: Producer = createProducer(kafka, { createPartitioner: murmur2Partitioner });
@@ -392,7 +397,11 @@ export async function startService(config: Config, log = new Logger(config.logLe
           await sinkClient.insert({ table: `${config.clickhouseDatabase}.${table}`, values: rows, format: 'JSONEachRow', columns: INSERT_COLUMNS[table] as [string, ...string[]] | undefined });
         },
       };
-      starting.push(runSink(topics, writer, runnerDeps, { batchRows: config.sinkBatchRows, flushMs: config.sinkFlushMs }));
+      starting.push(runSink(topics, writer, runnerDeps, { batchRows: config.sinkBatchRows, flushMs: config.sinkFlushMs, retention: (tenantId) => retentionOf(store.tenant(tenantId), config.retention), erased: (tenantId) => store.isErased(tenantId) }));
+      if (config.retentionSweepSeconds > 0) {
+        const sweeper = startSweeper(sinkClient, config.clickhouseDatabase, config.retentionSweepSeconds, log);
+        cleanups.push(() => sweeper.stop());
+      }
     }
     running.push(...(await Promise.all(starting)));
 

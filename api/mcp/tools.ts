@@ -10,6 +10,8 @@ import type { InProcessApi } from './probe';
 import { eventTypeTools } from './event-type-tools';
 import { dashboardTools } from './dashboard-tools';
 import { deadLetterTools } from './dead-letter-tools';
+import { exportTools } from './export-tools';
+import { analyticsTools } from './analytics-tools';
 import { tenantTools } from './tenant-tools';
 
 type Json = Record<string, unknown>;
@@ -370,6 +372,8 @@ export const TOOLS: ToolSpec[] = [
   ...eventTypeTools({ rest, tenantPath, bodyOf, deleteRun, id, idempotencyKey, limit, cursor }),
   ...dashboardTools({ rest, tenantPath, id }),
   ...deadLetterTools({ rest, tenantPath, id, idempotencyKey, limit, cursor }),
+  ...exportTools({ tenantPath, problem: (status, body) => new ToolProblem(status, body as Json) }),
+  ...analyticsTools({ rest, tenantPath }),
   ...tenantTools({ rest, tenantPath, bodyOf, id, idempotencyKey, limit, cursor }),
 ];
 

@@ -410,6 +410,34 @@ describe('tenant isolation matrix', () => {
     }
   }, 120_000);
 
+  it('analytics: A\'s figures, grouped every way, count nothing of B and name nothing of B', async () => {
+    const range = `from=${new Date(Date.now() - 86_400_000).toISOString()}&bucket=minute`;
+    for (const groupBy of ['destination', 'event_type', 'ingester', 'response_code']) {
+      const res = await raw('GET', `/v1/tenants/${svc.tenantId}/analytics?${range}&group_by=${groupBy}`);
+      expect(res.status).toBe(200);
+      expectNoLeak(`analytics group_by=${groupBy}`, '', res.all);
+    }
+    // B's attempts are in B's figures only
+    const own = (await svc.api('GET', `/v1/tenants/${tenantB()}/analytics?${range}`, undefined, { key: keyB })).body;
+    expect(own.totals.attempts).toBeGreaterThan(0);
+    const mine = JSON.parse((await raw('GET', `/v1/tenants/${svc.tenantId}/analytics?${range}&destination_id=${encodeURIComponent(failingDestinationB)}`)).text) as Json;
+    expect(mine.totals.attempts).toBe(0);
+  });
+
+  it('exports: A\'s rows of every kind, uncompressed (the Parquet walk above cannot be read for names), hold nothing of B; B\'s hold its own', async () => {
+    for (const kind of ['deliveries', 'events', 'logs']) {
+      const queries = kind === 'deliveries' ? ['format=ndjson', `format=csv&destination_id=${encodeURIComponent(failingDestinationB)}`] : ['format=ndjson', 'format=csv'];
+      for (const query of queries) {
+        const res = await raw('GET', `/v1/tenants/${svc.tenantId}/exports/${kind}?${query}`);
+        expect({ kind, query, status: res.status }).toEqual({ kind, query, status: 200 });
+        expectNoLeak(`export ${kind} ${query}`, query, res.all);
+      }
+      const own = await svc.api('GET', `/v1/tenants/${tenantB()}/exports/${kind}?format=ndjson`, undefined, { key: keyB });
+      expect({ kind, status: own.status }).toEqual({ kind, status: 200 });
+      expect(String(typeof own.body === 'string' ? own.body : JSON.stringify(own.body)).length).toBeGreaterThan(0);
+    }
+  });
+
   it('metrics, when the service has them, name nothing of B', async () => {
     const res = await raw('GET', '/metrics');
     if (res.status === 200) expectNoLeak('GET /metrics', '', res.all);

@@ -202,6 +202,10 @@ describe('MCP endpoint', () => {
     // what the dashboard reads: the event as received, the stats, the caller's identity
     expect(await ok('get_event', { event_id: eventId })).toEqual((await svc.api('GET', `${base()}/events/${eventId}`)).body);
     expect((await ok('get_tenant_stats', { window: '15m' })).totals.delivered).toBeGreaterThanOrEqual(1);
+    const analytics = await ok('get_analytics', { group_by: 'destination', bucket: 'minute' });
+    expect(analytics.groups.find((g: Json) => g.key === destinationId)?.totals.delivered).toBeGreaterThanOrEqual(1);
+    expect(analytics.totals).toEqual((await svc.api('GET', `${base()}/analytics?group_by=destination&bucket=minute`)).body.totals);
+    expect(problemOf(await call('get_analytics', { from: '2026-01-01T00:00:00Z', to: '2026-12-01T00:00:00Z', bucket: 'day' }))).toMatchObject({ status: 400 });
     expect(await ok('get_identity')).toMatchObject({ tenant_id: svc.tenantId, scopes: expect.arrayContaining(['read:stats']) });
     expect(problemOf(await call('get_evidence', { id: 'evt_01j9zx5w3k8f6t2q4r7m1n0bcd' }))).toMatchObject({ status: 404 });
     expect(problemOf(await call('get_delivery_status', { delivery_id: 'dlv_01j9zx5w3k8f6t2q4r7m1n0bcd' }))).toMatchObject({ status: 404 });
@@ -254,6 +258,33 @@ describe('MCP endpoint', () => {
     const saved = await ok('create_saved_payload', { name: 'mcp payload', payload: { order: 7 } });
     expect(saved).toMatchObject({ name: 'mcp payload', payload: { order: 7 } });
   }, 90_000);
+
+  it('export_rows answers a page of an export as NDJSON text with the cursor of the rest, as the REST export does', async () => {
+    // three attempts of its own, and whatever the tests before stored: more than a page of two
+    const receiving = await startReceiver();
+    try {
+      const dest = await ok('create_destination', { name: 'mcp export', url: receiving.url });
+      const ing = await ok('create_ingester', { name: 'mcp export in', provider: 'none', destination_ids: [dest.id] });
+      for (let i = 0; i < 3; i++) await fetch(`${svc.url}/v1/hooks/${ing.id}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: `{"export":${i}}` });
+      await receiving.waitForRequests(3);
+      // an ingester without verification would fail TRUST-008 below
+      await ok('delete_ingester', { ingester_id: ing.id });
+    } finally {
+      await receiving.close();
+    }
+    const rest = await eventually('three attempts stored', async () => {
+      const r = await fetch(`${svc.url}${base()}/exports/deliveries?format=ndjson&limit=2`, { headers: { authorization: `Bearer ${svc.apiKey}` } });
+      return r.headers.get('hookline-next-cursor') ? r : undefined;
+    });
+    const text = await rest.text();
+    const first = await ok('export_rows', { kind: 'deliveries', limit: 2 });
+    expect(first).toEqual({ kind: 'deliveries', rows: 2, ndjson: text, next_cursor: rest.headers.get('hookline-next-cursor') });
+    const next = await ok('export_rows', { kind: 'deliveries', limit: 1, cursor: first.next_cursor });
+    expect(JSON.parse(next.ndjson.trim())).toEqual(JSON.parse((await (await fetch(`${svc.url}${base()}/exports/deliveries?limit=1&cursor=${first.next_cursor}`, { headers: { authorization: `Bearer ${svc.apiKey}` } })).text()).trim()));
+    expect((await ok('export_rows', { kind: 'logs', level: 'error', from: '2100-01-01T00:00:00Z' })).ndjson).toBe('');
+    expect(problemOf(await call('export_rows', { kind: 'events', status: 'failed' }))).toMatchObject({ status: 400, errors: [{ field: 'status' }] });
+    expect((await call('export_rows', { kind: 'deliveries', limit: 1001 })).isError).toBe(true);
+  });
 
   it('list_dead_letters, get_dead_letter and replay_dead_letter: a record the filter stage set aside, put back once its filters compile', async () => {
     const receiving = await startReceiver();
@@ -476,6 +507,7 @@ describe('MCP endpoint', () => {
       expect(link.url).toContain('#portal=hlc_');
       expect((await okAs('list_portal_sessions', { tenant_id: id })).portal_sessions.map((p: Json) => p.id)).toEqual([link.id]);
       expect(await okAs('revoke_portal_session', { tenant_id: id, portal_session_id: link.id })).toEqual({ deleted: true, id: link.id });
+      expect(await okAs('delete_tenant', { tenant_id: id })).toEqual({ deleted: true, id });
     } finally {
       await op.close();
     }

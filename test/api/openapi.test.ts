@@ -17,6 +17,7 @@ import { eventsRouter } from '../../api/routes/events';
 import { flowsRouter } from '../../api/routes/flows';
 import { ingestersRouter } from '../../api/routes/ingesters';
 import { logsRouter } from '../../api/routes/logs';
+import { exportsRouter } from '../../api/routes/exports';
 import { evidenceLogRouter, evidenceRouter } from '../../api/routes/evidence';
 import { EvidenceStore } from '../../platform/evidence/store';
 import { savedPayloadsRouter } from '../../api/routes/saved-payloads';
@@ -38,7 +39,9 @@ import { BatchingProducer } from '../../platform/kafka/batching-producer';
 import { RedisNameClaims } from '../../platform/redis/name-claims';
 import { replaysRouter } from '../../api/routes/replays';
 import { ReplayMatches } from '../../platform/replay/job-matches';
+import { OPERATOR_TENANT } from '../../core/tenants';
 import { statsRouter } from '../../api/routes/stats';
+import { analyticsRouter } from '../../api/routes/analytics';
 import { meRouter } from '../../api/routes/me';
 import { tenantsRouter } from '../../api/routes/tenants';
 import { portalExchangeRouter, portalSessionsRouter } from '../../api/routes/portal-sessions';
@@ -529,7 +532,7 @@ describe('OpenAPI document', () => {
         if (isObject(op.requestBody)) expect(isObject(op.requestBody.content)).toBe(true);
       }
     }
-    expect(operationIds.size).toBe(74);
+    expect(operationIds.size).toBe(78);
   });
 
   it('documents every route the express app registers, with the scope each route checks', async () => {
@@ -556,10 +559,12 @@ describe('OpenAPI document', () => {
       ['/api-keys', apiKeysRouter(store, undefined)],
       ['/event-types', eventTypesRouter(store, claims)],
       ['/logs', logsRouter(svc.clickhouse, db)],
+      ['/exports', exportsRouter(svc.clickhouse, db)],
       ['/replays', replaysRouter(store, new ReplayMatches(svc.clickhouse, db), lockedRedis, 'unused.')],
       ['/evidence', evidenceRouter(new EvidenceStore(svc.clickhouse, db), svc.clickhouse, db)],
       ['/evidence-log', evidenceLogRouter(new EvidenceStore(svc.clickhouse, db), svc.service.evidenceLog!)],
       ['/stats', statsRouter({ clickhouse: svc.clickhouse, database: db, store, lag: { read: async () => ({ measured_at: '', stages: [] }) }, breakers: { entries: async () => [] }, log })],
+      ['/analytics', analyticsRouter(svc.clickhouse, db)],
     ];
     const tenantRoutes: string[] = [];
     for (const [mount, router] of mounts) routesOf(router, `/v1/tenants/:tenantId${mount}`, tenantRoutes);
@@ -567,7 +572,7 @@ describe('OpenAPI document', () => {
     // the evidence surface, at its mount path in api/app.ts (its routes only, never called here)
     routesOf(mcpRouter({ ...({} as McpRoutesDeps), mcp: () => undefined }), '/v1/mcp', registered);
     routesOf(meRouter(), '/v1/me', registered);
-    routesOf(tenantsRouter(store, { maxBodyBytes: 1, before: [] }), '/v1/tenants', registered);
+    routesOf(tenantsRouter(store, { maxBodyBytes: 1, erase: async () => undefined, before: [] }), '/v1/tenants', registered);
     routesOf(portalExchangeRouter(store, new PortalSessions(lockedRedis, 'unused.'), { secure: () => false }), '/v1/portal/session', registered);
 
     const documented = new Map([...conf.operations.values()].map((o) => [normalise(`${o.method.toUpperCase()} ${o.path}`), o]));
@@ -1029,7 +1034,25 @@ describe('OpenAPI document', () => {
     expectProblem(await call('getEvent', { event_id: MISSING.event_id! }), 404, 'not-found');
     expect(bodyOf(await call('getTenantStats', {}, { query: 'window=15m' })).totals).toMatchObject({ failed: expect.any(Number) });
     expect(fields(await call('getTenantStats', {}, { query: 'window=2d' }))).toEqual(['window']);
+    expect(bodyOf(await call('getDeliveryAnalytics', {}, { query: 'group_by=destination&bucket=minute' })).totals).toMatchObject({ failed: expect.any(Number) });
+    expect(fields(await call('getDeliveryAnalytics', {}, { query: 'bucket=week&group_by=status' }))).toEqual(['bucket', 'group_by']);
     expect(bodyOf(await call('getIdentity'))).toMatchObject({ tenant_id: svc.tenantId });
+  });
+
+  it('exports', async () => {
+    for (const [operationId, query] of [['exportDeliveries', `destination_id=${destB}&status=failed`], ['exportEvents', 'event_type=no.such.type'], ['exportLogs', 'level=info']] as const) {
+      for (const format of ['ndjson', 'csv', 'parquet']) {
+        const a = await call(operationId, {}, { query: `${query}&format=${format}&limit=1` });
+        expect({ operationId, format, status: a.status }).toEqual({ operationId, format, status: 200 });
+      }
+      expect((await call(operationId, {}, { headers: { accept: 'text/csv' } })).headers['content-type']).toMatch(/^text\/csv/);
+      expect(fields(await call(operationId, {}, { query: 'format=xml&limit=0' }))).toEqual(['format']);
+    }
+    const page = await call('exportDeliveries', {}, { query: 'limit=1' });
+    expect(page.headers['hookline-next-cursor']).toBeDefined();
+    expect(fields(await call('exportDeliveries', {}, { query: `status=failed&cursor=${String(page.headers['hookline-next-cursor'])}` }))).toEqual(['cursor']);
+    expectProblem(await call('exportDeliveries', {}, { query: 'status=lost' }), 422, 'unprocessable-entity');
+    expectProblem(await call('exportLogs', {}, { query: 'level=loud' }), 422, 'unprocessable-entity');
   });
 
   it('dead letters', async () => {
@@ -1170,7 +1193,8 @@ describe('OpenAPI document', () => {
     const id = `oas-${svc.tenantId}`.slice(0, 63);
     // what every operators' route shares
     for (const o of operatorOperations()) {
-      const params: Record<string, string> = o.path.includes('{tenant_id}') ? { tenant_id: svc.tenantId } : {};
+      // a DELETE that passed every check would erase the tenant: these name one that does not exist
+      const params: Record<string, string> = o.path.includes('{tenant_id}') ? { tenant_id: o.operationId === 'deleteTenant' ? 'nobody-here' : svc.tenantId } : {};
       expectProblem(await call(o.operationId, params, { key: null }), 401, 'unauthorized');
       expectProblem(await call(o.operationId, params, { key: svc.apiKey }), 403, 'permission-denied');
       expect(fields(await call(o.operationId, params, { key: operator, body: '{"broken', headers: { 'content-type': 'application/json' } }))).toEqual(['body']);
@@ -1197,8 +1221,16 @@ describe('OpenAPI document', () => {
     const idem = { key: operator, json: { name: 'renamed' }, headers: { 'idempotency-key': `oas-tenant-${id}` } };
     expect((await call('updateTenant', { tenant_id: id }, idem)).status).toBe(200);
     expectProblem(await call('updateTenant', { tenant_id: id }, { ...idem, json: { name: 'other' } }), 409, 'idempotency-conflict');
-    expectProblem(await call('deleteTenant', { tenant_id: id }, { key: operator }), 409, 'conflict');
     expectProblem(await call('deleteTenant', { tenant_id: 'nobody-here' }, { key: operator }), 404, 'not-found');
+    expectProblem(await call('deleteTenant', { tenant_id: OPERATOR_TENANT }, { key: operator }), 409, 'conflict');
+    // erased: gone, and its id is not given again
+    const goneId = `gone-${svc.tenantId}`.slice(0, 63);
+    expect((await call('createTenant', {}, { key: operator, json: { id: goneId, name: 'to erase' } })).status).toBe(201);
+    const erased = await call('deleteTenant', { tenant_id: goneId }, { key: operator });
+    expect(erased.status).toBe(204);
+    expectProblem(await call('getTenant', { tenant_id: goneId }, { key: operator }), 404, 'not-found');
+    expectProblem(await call('deleteTenant', { tenant_id: goneId }, { key: operator }), 404, 'not-found');
+    expectProblem(await call('createTenant', {}, { key: operator, json: { id: goneId, name: 'again' } }), 409, 'conflict');
 
     // portal sessions: the tenant's key, or an operator's on its behalf
     const session = await call('createPortalSession', {}, { json: { scopes: ['read:deliveries'] } });

@@ -937,6 +937,98 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/tenants/{tenant_id}/exports/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The tenant; must be the API key's own tenant, any other answers 404. */
+                tenant_id: components["parameters"]["TenantId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Export delivery attempts
+         * @description Delivery attempts as NDJSON, CSV or Parquet, narrowed by the search filters of GET .../deliveries. Rows oldest first, in the table's key order (attempted_at, delivery id, attempt number), a page of `limit` rows per request; follow `Link: rel="next"` (or send `Hookline-Next-Cursor` as `cursor`) until it is absent. The cursor is a keyset position read before the rows are sent: rows recorded meanwhile come on a later page, none twice. A key limited to resource ids exports only rows of those destinations. Query parameters of another kind's filters answer 400.
+         */
+        get: operations["exportDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tenants/{tenant_id}/exports/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The tenant; must be the API key's own tenant, any other answers 404. */
+                tenant_id: components["parameters"]["TenantId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Export received events
+         * @description Received events with (the first 65536 bytes of) their bodies, as GET .../events/{id} shows them, as NDJSON, CSV or Parquet. Rows oldest first, in the table's key order (event id, a ULID: the time of receipt), a page of `limit` rows per request; follow `Link: rel="next"` (or send `Hookline-Next-Cursor` as `cursor`) until it is absent. The cursor is a keyset position read before the rows are sent: rows recorded meanwhile come on a later page, none twice. A key limited to resource ids exports only rows of those destinations and ingesters. Query parameters of another kind's filters answer 400.
+         */
+        get: operations["exportEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tenants/{tenant_id}/exports/logs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The tenant; must be the API key's own tenant, any other answers 404. */
+                tenant_id: components["parameters"]["TenantId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Export the pipeline log
+         * @description The tenant's pipeline log as NDJSON, CSV or Parquet. Rows oldest first, in the table's key order (time, line id), a page of `limit` rows per request; follow `Link: rel="next"` (or send `Hookline-Next-Cursor` as `cursor`) until it is absent. The cursor is a keyset position read before the rows are sent: rows recorded meanwhile come on a later page, none twice. A key limited to resource ids exports only rows of those destinations and ingesters. Query parameters of another kind's filters answer 400.
+         */
+        get: operations["exportLogs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tenants/{tenant_id}/analytics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The tenant; must be the API key's own tenant, any other answers 404. */
+                tenant_id: components["parameters"]["TenantId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Delivery analytics over a range
+         * @description The tenant's delivery attempts from `from` to `to` (rounded out to whole buckets, UTC), per bucket and, with `group_by`, per group (the 50 biggest, the rest folded into `other`): attempts by outcome, success rate, attempts per delivered event, attempt latency and end-to-end latency (p50, p95, p99), and the 10 most frequent error messages over the range. Served from per-minute, per-hour and per-day aggregates kept as attempts are recorded. Any parameter it does not take, or a value out of its bounds, answers 400 naming it.
+         */
+        get: operations["getDeliveryAnalytics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/destination-types": {
         parameters: {
             query?: never;
@@ -1024,8 +1116,8 @@ export interface paths {
         put?: never;
         post?: never;
         /**
-         * Delete a tenant (refused)
-         * @description Always refused with 409 for now: deleting a tenant must erase its data (its events and deliveries in ClickHouse, its bodies on Kafka, its Redis keys and secrets), which this service does not do yet. Suspend it instead. Operator key only.
+         * Erase a tenant
+         * @description Erases the tenant for good and answers once it is done (seconds: the ClickHouse step waits until the parts that held its rows are off the disk, at most a minute). First the tenant is marked `erasing`: its Hook URLs answer 404, its API keys and portal sessions 401, and the pipeline drops its records still in flight. Then, in this order: every config entity of the tenant (its data keys first, so that its webhook bodies sealed on Kafka can no longer be opened; then API keys, destinations and ingesters with their secrets, flows, saved payloads, event types, replay jobs), its Redis keys (rate limits, idempotency records, name claims, portal sessions, send slots, locks, marks), and its rows in every ClickHouse table but the evidence log's, whose leaves are hashes and stay so every proof handed out still verifies. Last, a marker with the time of the erasure (no data) keeps its id from being created again. A failure answers 500 and leaves the tenant `erasing`; DELETE again resumes the erasure. What it does not remove: docs/tenants.md and NC-21. Operator key only.
          */
         delete: operations["deleteTenant"];
         options?: never;
@@ -2521,8 +2613,10 @@ export interface components {
             /** @description Length of the whole body. */
             body_bytes: number | null;
             body_truncated: boolean;
-            /** @description The stored bytes match the SHA-256 recorded at receipt (else `body` is `null`). */
+            /** @description The stored bytes match the SHA-256 recorded at receipt (else `body` is `null`); `false` too once the body expired. */
             body_verified: boolean;
+            /** @description The body and headers were removed by retention (the tenant's `limits.retention.bodies_seconds`, else `RETENTION_BODIES`): `body` is `null`, while `body_sha256`, the attempts and their evidence remain. Retrying the event answers 409. */
+            body_expired: boolean;
         };
         /**
          * @description Identifier of a dead letter: `dlt_` and a lower-case ULID, so ids sort by creation time.
@@ -2592,10 +2686,12 @@ export interface components {
             replayed_by: string | null;
             /** @description The record's key as read, base64; `null` for none. */
             key_base64: string | null;
-            /** @description The record's bytes as read (Confluent wire format: magic byte, schema id, Avro), base64; `null` when the stored bytes do not match `value_sha256`. */
+            /** @description The record's bytes as read (Confluent wire format: magic byte, schema id, Avro), base64; an event's or a delivery's body inside is sealed with the tenant's data key, as on Kafka (`body_key` names the key); `null` when the stored bytes do not match `value_sha256`. */
             value_base64: string | null;
             value_bytes: number | null;
             value_sha256: components["schemas"]["Sha256Hex"];
+            /** @description The bytes were removed by retention (the tenant's `limits.retention.bodies_seconds`, else `RETENTION_BODIES`): `value_base64` is `null` and a replay answers 409. */
+            value_expired: boolean;
         };
         /** @description One page, newest first. Paged list envelope: the items under `dead_letters` and `next_cursor`. */
         DeadLetterList: {
@@ -2624,6 +2720,186 @@ export interface components {
             };
             replayed_at: components["schemas"]["Timestamp"];
             message: string;
+        };
+        /** @description One attempt in an export of deliveries: the members of an item of GET .../deliveries, by the same names; `error_message` and `trace_id` are `null` where the list leaves them out or empty. */
+        DeliveryExportRow: {
+            id: components["schemas"]["DeliveryId"];
+            event_id: components["schemas"]["EventId"];
+            destination_id: components["schemas"]["DestinationId"];
+            status: components["schemas"]["DeliveryStatus"];
+            /** @description Int32; `null` when no answer came. */
+            response_code: number | null;
+            /** @description UInt32. */
+            attempt_number: number;
+            /**
+             * Format: date-time
+             * @description When the attempt was made. RFC 3339 in UTC with milliseconds (`2026-01-02T03:04:05.678Z`) in NDJSON and CSV; a Parquet `TIMESTAMP(MILLIS, UTC)` column.
+             */
+            attempted_at: string;
+            body_sha256: components["schemas"]["Sha256Hex"];
+            /** @description Why the attempt failed; `null` when it did not. */
+            error_message: string | null;
+            /** @description The event's type; `null` when it has none. */
+            event_type: string | null;
+            /** @description The attempt's W3C trace id; `null` when it carried none. */
+            trace_id: string | null;
+        };
+        /** @description One event in an export of events: the members of GET .../events/{id}, by the same names. */
+        EventExportRow: {
+            id: components["schemas"]["EventId"];
+            /** @description The ingester it arrived at. */
+            ingester_id: string;
+            /** @description Its correlation id. */
+            correlation_id: string;
+            /** @description Its type; `null` when it has none. */
+            event_type: string | null;
+            /**
+             * Format: date-time
+             * @description When it was received. RFC 3339 in UTC with milliseconds (`2026-01-02T03:04:05.678Z`) in NDJSON and CSV; a Parquet `TIMESTAMP(MILLIS, UTC)` column.
+             */
+            received_at: string;
+            /** @description The request's Content-Type. */
+            content_type: string | null;
+            body_sha256: components["schemas"]["Sha256Hex"];
+            /** @description The first 65536 bytes of the body: UTF-8 text as it is (cut at a character boundary), anything else base64; `null` when the stored bytes do not match `body_sha256`. */
+            body: string | null;
+            /** @enum {string|null} */
+            body_encoding: "utf8" | "base64" | null;
+            /** @description Size of the whole body (UInt32). */
+            body_bytes: number | null;
+            /** @description Whether the body is longer than the 65536 bytes shown. */
+            body_truncated: boolean;
+            /** @description Whether the stored bytes match the SHA-256 recorded at receipt. */
+            body_verified: boolean;
+            /** @description The body was removed by retention: `body` is `null`, `body_sha256` remains. */
+            body_expired: boolean;
+        };
+        /** @description One line in an export of the pipeline log: the members of an item of GET .../logs, by the same names, but `fields` as JSON text. */
+        LogExportRow: {
+            /** @description The line's id. */
+            id: string;
+            /**
+             * Format: date-time
+             * @description When it was logged. RFC 3339 in UTC with milliseconds (`2026-01-02T03:04:05.678Z`) in NDJSON and CSV; a Parquet `TIMESTAMP(MILLIS, UTC)` column.
+             */
+            timestamp: string;
+            level: components["schemas"]["LogLevel"];
+            /** @description The message. */
+            message: string;
+            /** @description The stage that logged it. */
+            stage: string | null;
+            event_id: string | null;
+            delivery_id: string | null;
+            destination_id: string | null;
+            ingester_id: string | null;
+            correlation_id: string | null;
+            /** @description The line's other fields: a JSON object as text (the list shows it parsed). */
+            fields: string;
+        };
+        /** @description At most 1000 rows of an export as NDJSON text, and the cursor of the rest. */
+        ExportRows: {
+            /** @enum {string} */
+            kind: "deliveries" | "events" | "logs";
+            /** @description Rows in `ndjson`. */
+            rows: number;
+            /** @description One JSON object per line, each a DeliveryExportRow, EventExportRow or LogExportRow. */
+            ndjson: string;
+            next_cursor: string | null;
+        };
+        /** @description What the analytics say of a set of attempts: counts by outcome, success rate, attempts per delivered event, latencies. */
+        AnalyticsFigures: {
+            /** @description Attempts of every outcome. */
+            attempts: number;
+            delivered: number;
+            /** @description Attempts that failed and were scheduled again. */
+            retrying: number;
+            /** @description Attempts that failed for good (the delivery went to the dead-letter topic). */
+            failed: number;
+            /** @description Attempts where the destination's transformation returned null: nothing was sent. */
+            dropped: number;
+            /** @description delivered / (delivered + retrying + failed); `null` without such attempts. */
+            success_rate: number | null;
+            /** @description (delivered + retrying + failed) / delivered: attempts made per event delivered; `null` when nothing was delivered. */
+            attempts_per_delivered: number | null;
+            /** @description Duration of the attempts that sent something (every outcome but `dropped`), from the request to the answer or the failure, in ms; estimates from a histogram of 8 buckets per doubling, within 4.5% of the exact value (docs/analytics.md); `null` without such attempts. */
+            attempt_latency_ms: {
+                p50: number | null;
+                p95: number | null;
+                p99: number | null;
+            };
+            /** @description For delivered attempts: from the event's receipt at its Hook URL to the end of the attempt that delivered it (attempted_at + duration - received_at), in ms; estimates from a histogram of 8 buckets per doubling, within 4.5% of the exact value (docs/analytics.md); `null` without such attempts (attempts recorded before the receipt time was kept have none). */
+            end_to_end_latency_ms: {
+                p50: number | null;
+                p95: number | null;
+                p99: number | null;
+            };
+        };
+        /** @description The figures of the attempts made in one bucket (`start` to `start` + `bucket_seconds`). */
+        AnalyticsBucket: {
+            /** @description Start of the bucket (UTC). */
+            start: components["schemas"]["Timestamp"];
+            /** @description Attempts of every outcome. */
+            attempts: number;
+            delivered: number;
+            /** @description Attempts that failed and were scheduled again. */
+            retrying: number;
+            /** @description Attempts that failed for good (the delivery went to the dead-letter topic). */
+            failed: number;
+            /** @description Attempts where the destination's transformation returned null: nothing was sent. */
+            dropped: number;
+            /** @description delivered / (delivered + retrying + failed); `null` without such attempts. */
+            success_rate: number | null;
+            /** @description (delivered + retrying + failed) / delivered: attempts made per event delivered; `null` when nothing was delivered. */
+            attempts_per_delivered: number | null;
+            /** @description Duration of the attempts that sent something (every outcome but `dropped`), from the request to the answer or the failure, in ms; estimates from a histogram of 8 buckets per doubling, within 4.5% of the exact value (docs/analytics.md); `null` without such attempts. */
+            attempt_latency_ms: {
+                p50: number | null;
+                p95: number | null;
+                p99: number | null;
+            };
+            /** @description For delivered attempts: from the event's receipt at its Hook URL to the end of the attempt that delivered it (attempted_at + duration - received_at), in ms; estimates from a histogram of 8 buckets per doubling, within 4.5% of the exact value (docs/analytics.md); `null` without such attempts (attempts recorded before the receipt time was kept have none). */
+            end_to_end_latency_ms: {
+                p50: number | null;
+                p95: number | null;
+                p99: number | null;
+            };
+        };
+        /** @description One group of the attempts by `group_by`: its totals over the range and its buckets that have attempts (others are left out). The 50 groups with the most attempts are listed by key; the rest are folded into one group with `other` true. */
+        AnalyticsGroup: {
+            /** @description The destination id, event type, ingester id, HTTP status (`503`) or status class (`5xx`); `null` for attempts without one (no type, no answer, recorded before it was kept) and for the `other` group. */
+            key: string | null;
+            /** @description The attempts of every group beyond the 50 biggest. */
+            other: boolean;
+            totals: components["schemas"]["AnalyticsFigures"];
+            buckets: components["schemas"]["AnalyticsBucket"][];
+        };
+        /** @description A tenant's delivery attempts over a range, per bucket (every bucket of the range, at most 1500) and per group when grouped, with totals and the most frequent error messages. A key limited to resource ids sees only attempts to its destinations. See docs/analytics.md for how each figure is computed and what duplicates do to the counts. */
+        DeliveryAnalytics: {
+            /** @description Start of the first bucket: the `from` asked, rounded down to a bucket edge. */
+            from: components["schemas"]["Timestamp"];
+            /** @description End of the last bucket: the `to` asked, rounded up to a bucket edge. */
+            to: components["schemas"]["Timestamp"];
+            /** @enum {string} */
+            bucket: "minute" | "hour" | "day";
+            /** @enum {integer} */
+            bucket_seconds: 60 | 3600 | 86400;
+            /** @enum {string|null} */
+            group_by: "destination" | "event_type" | "response_code" | "response_class" | "ingester" | null;
+            /** @description The destination filter, as given. */
+            destination_id: string | null;
+            /** @description The event type filter, as given. */
+            event_type: string | null;
+            totals: components["schemas"]["AnalyticsFigures"];
+            buckets: components["schemas"]["AnalyticsBucket"][];
+            /** @description `null` without `group_by`; else the groups, biggest first, `other` last. */
+            groups: components["schemas"]["AnalyticsGroup"][] | null;
+            /** @description Distinct groups in the range before folding; `null` without `group_by`. */
+            groups_total: number | null;
+            /** @description The most frequent error messages of `retrying` and `failed` attempts over the range, at most 10, the most frequent first. */
+            top_errors: {
+                message: string;
+                attempts: number;
+            }[];
         };
         /**
          * @description Where deliveries go: `webhook` (an HTTP POST, the default), `kafka`, `amqp`, `nats` (JetStream) or `mqtt`. Each type has its own `url` schemes, `config` schema and `auth` types (GET /v1/destination-types). Every type has the same guarantees: an attempt row and outcome record, an evidence leaf, the retry schedule and dead letters, breakers, rate limit, pause and replay.
@@ -2763,6 +3039,12 @@ export interface components {
                 api_keys: number | null;
                 event_types: number | null;
             };
+            /** @description How long ClickHouse keeps the tenant's rows, in seconds (1 s to 10 years): `bodies_seconds` its webhooks' bodies and headers, its attempts' response bodies and its dead letters' bytes (`RETENTION_BODIES`); `attempts_seconds` its events' and attempts' rows (`RETENTION_ATTEMPTS`); `logs_seconds` its log lines (`RETENTION_LOGS`). `null` (or absent): the deployment's setting. A change applies to rows written from then on; rows stored before keep the period they were written with. Evidence is never expired. */
+            retention: {
+                bodies_seconds: number | null;
+                attempts_seconds: number | null;
+                logs_seconds: number | null;
+            };
         };
         /** @description Limits of the tenant's own: each member given replaces the current one, `null` puts the deployment's setting back; `quotas` members likewise. `null` as a whole: every setting. */
         TenantLimitsInput: {
@@ -2785,6 +3067,11 @@ export interface components {
                 saved_payloads?: number | null;
                 api_keys?: number | null;
                 event_types?: number | null;
+            } | null;
+            retention?: {
+                bodies_seconds?: number | null;
+                attempts_seconds?: number | null;
+                logs_seconds?: number | null;
             } | null;
         } | null;
         TenantPortal: {
@@ -2810,8 +3097,11 @@ export interface components {
             metadata: {
                 [key: string]: string;
             };
-            /** @enum {string} */
-            state: "active" | "suspended";
+            /**
+             * @description `erasing`: a DELETE began erasing it and has not finished (DELETE again resumes it); only a DELETE sets it.
+             * @enum {string}
+             */
+            state: "active" | "suspended" | "erasing";
             suspended_at: components["schemas"]["Timestamp"] | null;
             limits: components["schemas"]["TenantLimits"];
             portal: components["schemas"]["TenantPortal"];
@@ -3058,7 +3348,7 @@ export interface components {
             delivered: number;
             /** @description Deliveries of this job that failed for good (no attempt left); of a cancelled job, as it stood at the cancel. */
             failed: number;
-            /** @description Matches not queued: their event is no longer stored, or its stored body does not match the SHA-256 recorded at receipt. */
+            /** @description Matches not queued: their event is no longer stored, its body was removed by retention, or its stored body does not match the SHA-256 recorded at receipt. */
             skipped: number;
             created_at: components["schemas"]["Timestamp"];
             updated_at: components["schemas"]["Timestamp"];
@@ -5856,7 +6146,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["NotFoundProblem"];
                 };
             };
-            /** @description conflict: nothing is left to retry (no failed delivery, every one already retried, or their destinations are disabled or deleted), or the stored body does not match the SHA-256 recorded at receipt; or idempotency-conflict: the `Idempotency-Key` was used with a different request. */
+            /** @description conflict: nothing is left to retry (no failed delivery, every one already retried, or their destinations are disabled or deleted), or the stored body does not match the SHA-256 recorded at receipt, or the body was removed by retention; or idempotency-conflict: the `Idempotency-Key` was used with a different request. */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -7178,6 +7468,282 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    exportDeliveries: {
+        parameters: {
+            query?: {
+                /** @description Only attempts with this status. An unknown value answers 422. */
+                status?: components["parameters"]["DeliveryStatus"];
+                /** @description Only attempts to this destination (1 to 200 characters, else 400). */
+                destination_id?: components["parameters"]["DeliveryDestination"];
+                /** @description Only attempts of events of exactly this type (1 to 200 characters, else 400). */
+                event_type?: components["parameters"]["DeliveryEventType"];
+                /** @description Only attempts made at or after this time (RFC 3339, else 400). */
+                from?: components["parameters"]["DeliveryFrom"];
+                /** @description Only attempts made before this time (RFC 3339, later than `from`, else 400). */
+                to?: components["parameters"]["DeliveryTo"];
+                /** @description Only attempts answered with this HTTP status (`503`) or class (`5xx`, `4xx`, ...); attempts without an answer never match. Anything else answers 400. */
+                response_code?: components["parameters"]["DeliveryResponseCode"];
+                /** @description Only attempts whose response body start (first 4 KiB) or whose event's request body contains this text, ignoring case (1 to 200 characters, else 400). */
+                q?: components["parameters"]["DeliveryText"];
+                /** @description `ndjson`, `csv` or `parquet` (else 400). Absent: the first of `application/x-ndjson`, `text/csv`, `application/vnd.apache.parquet` the Accept header prefers; NDJSON when it names none. */
+                format?: "ndjson" | "csv" | "parquet";
+                /** @description Rows of this page, an integer from 1 to 100000 (default 10000; else 400). */
+                limit?: number;
+                /** @description The `Hookline-Next-Cursor` of the previous page (the same kind and filters; the format and limit may change). */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The tenant; must be the API key's own tenant, any other answers 404. */
+                tenant_id: components["parameters"]["TenantId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of deliveries, streamed as ClickHouse writes it (chunked, no Content-Length). Each row is a DeliveryExportRow. An answer cut short by an error after the headers ends without its last chunk (the connection is closed): a client must treat a transfer that did not end cleanly as failed. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    /** @description `attachment; filename="deliveries-<time of the export, 20260102T030405Z>.<ndjson|csv|parquet>"`. */
+                    "Content-Disposition": string;
+                    /** @description `<path?...&cursor=...>; rel="next"`: this request with the next cursor (and its format); absent on the last page. */
+                    Link?: string;
+                    /** @description The cursor of the next page, known before the rows are sent; absent on the last page. */
+                    "Hookline-Next-Cursor"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-ndjson": unknown;
+                    "text/csv": string;
+                    "application/vnd.apache.parquet": unknown;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ForbiddenRead"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description unprocessable-entity: `status` is not one of delivered, retrying, failed, dropped. */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["UnprocessableEntityProblem"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    exportEvents: {
+        parameters: {
+            query?: {
+                /** @description Only events of exactly this type (1 to 200 characters, else 400). */
+                event_type?: string;
+                /** @description Only events received at or after this time (RFC 3339, else 400). */
+                from?: string;
+                /** @description Only events received before this time (RFC 3339, later than `from`, else 400). */
+                to?: string;
+                /** @description `ndjson`, `csv` or `parquet` (else 400). Absent: the first of `application/x-ndjson`, `text/csv`, `application/vnd.apache.parquet` the Accept header prefers; NDJSON when it names none. */
+                format?: "ndjson" | "csv" | "parquet";
+                /** @description Rows of this page, an integer from 1 to 10000 (default 1000; else 400). */
+                limit?: number;
+                /** @description The `Hookline-Next-Cursor` of the previous page (the same kind and filters; the format and limit may change). */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The tenant; must be the API key's own tenant, any other answers 404. */
+                tenant_id: components["parameters"]["TenantId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of events, streamed as ClickHouse writes it (chunked, no Content-Length). Each row is a EventExportRow. An answer cut short by an error after the headers ends without its last chunk (the connection is closed): a client must treat a transfer that did not end cleanly as failed. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    /** @description `attachment; filename="events-<time of the export, 20260102T030405Z>.<ndjson|csv|parquet>"`. */
+                    "Content-Disposition": string;
+                    /** @description `<path?...&cursor=...>; rel="next"`: this request with the next cursor (and its format); absent on the last page. */
+                    Link?: string;
+                    /** @description The cursor of the next page, known before the rows are sent; absent on the last page. */
+                    "Hookline-Next-Cursor"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-ndjson": unknown;
+                    "text/csv": string;
+                    "application/vnd.apache.parquet": unknown;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ForbiddenRead"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    exportLogs: {
+        parameters: {
+            query?: {
+                /** @description Minimum level: `warn` gives warnings and errors. An unknown value answers 422. (`debug` lines are never shipped to the log table.) */
+                level?: components["parameters"]["LogLevel"];
+                /** @description Only lines logged at or after this time (RFC 3339, else 400). */
+                from?: string;
+                /** @description Only lines logged before this time (RFC 3339, later than `from`, else 400). */
+                to?: string;
+                /** @description `ndjson`, `csv` or `parquet` (else 400). Absent: the first of `application/x-ndjson`, `text/csv`, `application/vnd.apache.parquet` the Accept header prefers; NDJSON when it names none. */
+                format?: "ndjson" | "csv" | "parquet";
+                /** @description Rows of this page, an integer from 1 to 100000 (default 10000; else 400). */
+                limit?: number;
+                /** @description The `Hookline-Next-Cursor` of the previous page (the same kind and filters; the format and limit may change). */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The tenant; must be the API key's own tenant, any other answers 404. */
+                tenant_id: components["parameters"]["TenantId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of logs, streamed as ClickHouse writes it (chunked, no Content-Length). Each row is a LogExportRow. An answer cut short by an error after the headers ends without its last chunk (the connection is closed): a client must treat a transfer that did not end cleanly as failed. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    /** @description `attachment; filename="logs-<time of the export, 20260102T030405Z>.<ndjson|csv|parquet>"`. */
+                    "Content-Disposition": string;
+                    /** @description `<path?...&cursor=...>; rel="next"`: this request with the next cursor (and its format); absent on the last page. */
+                    Link?: string;
+                    /** @description The cursor of the next page, known before the rows are sent; absent on the last page. */
+                    "Hookline-Next-Cursor"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-ndjson": unknown;
+                    "text/csv": string;
+                    "application/vnd.apache.parquet": unknown;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ForbiddenRead"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description unprocessable-entity: `level` is not a log level. */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["UnprocessableEntityProblem"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getDeliveryAnalytics: {
+        parameters: {
+            query?: {
+                /** @description Start of the range, RFC 3339 (default: 24 h before `to`). At most 90 days before `to`. */
+                from?: string;
+                /** @description End of the range, RFC 3339 (default: now). */
+                to?: string;
+                /** @description Width of a bucket. At most 1500 buckets (a day of minutes, about 62 days of hours); more answer 400 naming `bucket`. Default `hour`, or `day` when the range holds more than 1500 hours. */
+                bucket?: "minute" | "hour" | "day";
+                /** @description Figures per destination, event type, HTTP status, status class (`2xx`...) or ingester besides the totals: the 50 groups with the most attempts, the rest folded into one `other` group. */
+                group_by?: "destination" | "event_type" | "response_code" | "response_class" | "ingester";
+                /** @description Only attempts to this destination. */
+                destination_id?: string;
+                /** @description Only attempts of events of this type. */
+                event_type?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The tenant; must be the API key's own tenant, any other answers 404. */
+                tenant_id: components["parameters"]["TenantId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The analytics. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeliveryAnalytics"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ForbiddenRead"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     listDestinationTypes: {
         parameters: {
             query?: never;
@@ -7354,7 +7920,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["ForbiddenOperator"];
-            /** @description conflict: a tenant with this id exists; or idempotency-conflict: the `Idempotency-Key` was used with a different request. */
+            /** @description conflict: a tenant with this id exists, or had it and was erased (an erased tenant's id is not given again); or idempotency-conflict: the `Idempotency-Key` was used with a different request. */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -7448,10 +8014,24 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description Erased. */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["ForbiddenOperator"];
-            /** @description not-found: no such tenant. */
+            /** @description not-found: no such tenant (never created, or erased already). */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -7467,7 +8047,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["NotFoundProblem"];
                 };
             };
-            /** @description conflict: a tenant cannot be deleted until erasure exists; suspend it instead; or idempotency-conflict: the `Idempotency-Key` was used with a different request. */
+            /** @description conflict: the operator keys belong to no tenant and are not erased; or idempotency-conflict: the `Idempotency-Key` was used with a different request. */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -7546,7 +8126,22 @@ export interface operations {
                     "application/problem+json": components["schemas"]["NotFoundProblem"];
                 };
             };
-            409: components["responses"]["IdempotencyConflict"];
+            /** @description conflict: the tenant is being erased (DELETE it again to finish); or idempotency-conflict: the `Idempotency-Key` was used with a different request. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ConflictProblem"] | components["schemas"]["IdempotencyConflictProblem"];
+                };
+            };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
