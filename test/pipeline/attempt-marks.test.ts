@@ -20,7 +20,9 @@ const topics = topicNames('m.');
 const silent = new Logger('error');
 const now = new Date().toISOString();
 const destination: Destination = { kind: 'destination', id: 'dst_m', tenant_id: 'tenant-m', name: 'm', url: 'https://example.test/hook', status: 'active', signing_secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', disabled_reason: null, retry_schedule_ms: [0, 60_000], created_at: now, updated_at: now };
-const task = (id: string, attempt = 1): DeliveryTask => ({ delivery_id: id, event_id: `evt_${id}`, tenant_id: 'tenant-m', ingester_id: 'ing_1', destination_id: 'dst_m', correlation_id: 'cor', attempt, not_before: Date.now(), received_at: Date.now(), content_type: 'application/json', body: Buffer.from('{}'), replay_of: null, hops: 0 });
+// a task read again is the same record: the same receipt time
+const RECEIVED_AT = Date.now();
+const task = (id: string, attempt = 1): DeliveryTask => ({ delivery_id: id, event_id: `evt_${id}`, tenant_id: 'tenant-m', ingester_id: 'ing_1', destination_id: 'dst_m', correlation_id: 'cor', attempt, not_before: Date.now(), received_at: RECEIVED_AT, content_type: 'application/json', body: Buffer.from('{}'), replay_of: null, hops: 0 });
 const ctx = (uncertain: boolean): StageContext => ({ log: silent, position: { partition: 0, offset: '1' }, source: { topic: topics.deliveryRequested, key: Buffer.from('k'), value: Buffer.alloc(0) }, configVersion: 0n, uncertain });
 const outcomeOf = (outs: AnyOutput[]) => outs.find((o) => o.topic === topics.deliveryCompleted)!.value as DeliveryOutcome;
 

@@ -1,4 +1,4 @@
-import { copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { type BrowserContext, type Locator, type Page } from 'playwright-core';
@@ -230,6 +230,15 @@ describe('dashboard', () => {
     await queued.waitFor();
     expect(await queued.textContent()).toMatch(/Queued again as dlv_[0-9a-z]{26}/);
     await failing.waitForRequests(before + 1);
+
+    // the search exported as CSV: a file whose rows are the table's attempts, oldest first
+    await page.selectOption('select[name="export_format"]', 'csv');
+    const [download] = await Promise.all([page.waitForEvent('download'), page.click('[data-action="export"]')]);
+    expect(download.suggestedFilename()).toMatch(/^deliveries-.+\.csv$/);
+    const csv = readFileSync(String(await download.path()), 'utf8').trim().split('\n');
+    expect(csv[0]).toMatch(/^"id","event_id","destination_id","status"/);
+    expect(csv.filter((line) => line.includes(eventId)).length).toBeGreaterThanOrEqual(3);
+    expect(csv.some((line) => line.includes(deadId))).toBe(true);
 
     // signed out: the key is gone from the tab
     await page.click('button:has-text("Sign out")');
