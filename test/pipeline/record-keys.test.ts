@@ -100,7 +100,7 @@ describe('records keyed by event, and order where it is asked for', () => {
     expect(received).toHaveLength(n);
     expect(new Set(received.map((rec) => rec.partition)).size).toBe(1);
     received.sort((a, b) => Number(a.offset) - Number(b.offset));
-    const accepted = await Promise.all(received.map(async (rec) => seqOfEvent.get((await codec.decode('WebhookEvent', rec.value!) as WebhookEvent).event_id)!));
+    const accepted = await Promise.all(received.map(async (rec) => seqOfEvent.get((await codec.decodeStored('WebhookEvent', rec.value!) as WebhookEvent).event_id)!));
 
     await r.waitForRequests(n + accepted.filter((seq) => seq % 5 === 2).length, 60_000);
     // one request at a time: the order of the requests is the order of the answers
