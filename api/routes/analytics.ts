@@ -7,7 +7,7 @@ import {
   BUCKET_SECONDS,
   deliveryAnalytics,
   type AnalyticsBucket,
-  type AnalyticsGroupBy,
+  type AnalyticsQuery,
   type Figures,
 } from '../../platform/clickhouse/analytics';
 import { authOf, requireScope } from '../auth';
@@ -22,15 +22,8 @@ export const MAX_ANALYTICS_BUCKETS = 1500;
 const DAY_MS = 86_400_000;
 const PARAMS = new Set(['from', 'to', 'bucket', 'group_by', 'destination_id', 'event_type']);
 
-export interface AnalyticsParams {
-  /** The range rounded out to whole buckets (UTC): [fromMs, toMs). */
-  fromMs: number;
-  toMs: number;
-  bucket: AnalyticsBucket;
-  groupBy: AnalyticsGroupBy | null;
-  destinationId: string | null;
-  eventType: string | null;
-}
+/** What the query string asks: the query of platform/clickhouse/analytics.ts but whose attempts (the key's). */
+export type AnalyticsParams = Omit<AnalyticsQuery, 'tenant' | 'destinationIds'>;
 
 type Problem = { field: string; message: string };
 

@@ -7,6 +7,7 @@ import { Readable } from 'node:stream';
 import express from 'express';
 import { sendExport } from '../../api/routes/exports';
 import { REPO_ROOT } from '../support/process';
+import { destinationWithIngester, sendEvent } from '../support/flow';
 import { startReceiver, type Receiver } from '../support/receiver';
 import { eventually, startTestService, type TestService } from '../support/service';
 
@@ -88,18 +89,10 @@ describe('exports', () => {
   const base = () => `/v1/tenants/${svc.tenantId}`;
 
   async function flow(name: string, url: string): Promise<{ dest: string; hook: string }> {
-    const dest = await svc.api('POST', `${base()}/destinations`, { name, url, retry_schedule_ms: [0] });
-    expect(dest.status).toBe(201);
-    const ing = await svc.api('POST', `${base()}/ingesters`, { name: `${name} in`, provider: 'none', config: { event_type_field: 'type' }, destination_ids: [dest.body.id] });
-    expect(ing.status).toBe(201);
-    return { dest: dest.body.id as string, hook: `${svc.url}/v1/hooks/${ing.body.id}` };
+    const made = await destinationWithIngester(svc, name, url, { retry_schedule_ms: [0] }, { config: { event_type_field: 'type' } });
+    return { dest: made.destinationId, hook: made.hookUrl };
   }
-
-  async function send(hook: string, body: Json): Promise<string> {
-    const res = await fetch(hook, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-    expect(res.status).toBe(202);
-    return ((await res.json()) as { event_id: string }).event_id;
-  }
+  const send = (hook: string, body: Json): Promise<string> => sendEvent(hook, body);
 
   /** One export request: status, headers and the raw bytes. */
   async function exportOf(kind: Kind, query = '', options: { key?: string; accept?: string; tenant?: string } = {}) {

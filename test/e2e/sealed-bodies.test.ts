@@ -1,5 +1,5 @@
 import { createHmac, randomBytes } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { newId } from '../../core/ids';
 import { decodeStoredBody } from '../../core/stored-body';
@@ -9,7 +9,7 @@ import { AvroCodec } from '../../platform/avro/codec';
 import type { DeliveryTask, WebhookEvent } from '../../platform/avro/records';
 import { createProducer } from '../../platform/kafka/client';
 import { readTopic } from '../../platform/kafka/topic-table';
-import { filesUnder, hex } from '../support/at-rest';
+import { filesUnder, foundInFileList, hex } from '../support/at-rest';
 import { attemptsOf, waitForStates } from '../support/flow';
 import { receiverPool, type ReceivedRequest, type Receiver } from '../support/receiver';
 import { eventually, startTestService, type TestService } from '../support/service';
@@ -25,20 +25,6 @@ function dirsNamed(dir: string, prefix: string): string[] {
   });
 }
 
-/** Which of `needles` occur, byte for byte, in any of the files. */
-function foundIn(files: string[], needles: Buffer[]): Set<string> {
-  const found = new Set<string>();
-  for (const file of files) {
-    let content: Buffer;
-    try {
-      content = readFileSync(file);
-    } catch {
-      continue; // a segment rolled or deleted between listing and reading
-    }
-    for (const n of needles) if (content.includes(n)) found.add(n.toString('latin1'));
-  }
-  return found;
-}
 
 const metricOf = async (svc: TestService, name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(await (await fetch(`${svc.url}/metrics`)).text())?.[1] ?? NaN);
 
@@ -178,7 +164,7 @@ describe('webhook bodies sealed at rest on Kafka', () => {
     expect(segments.filter((f) => f.endsWith('.log')).length).toBeGreaterThan(10);
     const others = readdirSync(svc.config.dataDir).filter((e) => e !== 'clickhouse').flatMap((e) => filesUnder(path.join(svc.config.dataDir, e)));
     const needles = [...Object.values(bodies), Buffer.from(marker)];
-    const found = foundIn([...segments, ...others], [...needles, Buffer.from(headerMarker)]);
+    const { found } = foundInFileList([...segments, ...others], [...needles, Buffer.from(headerMarker)]);
     // the same files do hold what is not sealed: the check reads the right bytes
     expect(found.has(headerMarker)).toBe(true);
     expect(needles.map((n) => n.toString('latin1')).filter((n) => found.has(n))).toEqual([]);

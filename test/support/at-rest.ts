@@ -29,10 +29,10 @@ export function foundInFiles(dirs: string[], needles: string[]): { found: Map<st
   return foundInFileList(dirs.flatMap(filesUnder), needles);
 }
 
-/** Which of `needles` occur, byte for byte, in any of the files. */
-export function foundInFileList(list: string[], needles: string[]): { found: Map<string, string>; files: number } {
+/** Which of `needles` occur, byte for byte, in any of the files: text as UTF-8, named by itself; bytes named by their latin1 reading. */
+export function foundInFileList(list: string[], needles: (string | Buffer)[]): { found: Map<string, string>; files: number } {
   const found = new Map<string, string>();
-  const bufs = needles.map((n) => [n, Buffer.from(n, 'utf8')] as const);
+  const bufs = needles.map((n) => (typeof n === 'string' ? ([n, Buffer.from(n, 'utf8')] as const) : ([n.toString('latin1'), n] as const)));
   let files = 0;
   for (const file of list) {
     let content: Buffer;
