@@ -146,8 +146,16 @@ const RECENT_BYTES = 16 * 1024 * 1024;
  */
 export class BodySealer {
   private readonly sealedOf = new WeakMap<Buffer, Sealed>();
-  /** By the IV of their sealed bytes (random, 96 bits), oldest first. */
-  private readonly recent = new Map<string, { sealed: Sealed; body: Buffer }>();
+  /** By the first 48 bits of the IV of their sealed bytes (random): a hit is checked against the whole sealed bytes. */
+  private readonly recent = new Map<number, Kept>();
+  /**
+   * The same entries, oldest first, from `head` on (an evicted one's slot is undefined; one
+   * replaced under its IV stays until its turn and is skipped then): evicting takes the oldest
+   * here, where iterating the map from its start would step over every entry deleted since the
+   * map was last rehashed, thousands once the map is full.
+   */
+  private order: (Kept | undefined)[] = [];
+  private head = 0;
   private recentBytes = 0;
 
   constructor(private readonly keys: BodyKeys) {}
@@ -186,7 +194,7 @@ export class BodySealer {
 
   private openWith<R extends SealableRecord>(key: BodyKey, record: R): R {
     const day = dayOf(record.received_at);
-    const hit = this.recent.get(ivOf(record.body));
+    const hit = record.body.length >= 1 + IV ? this.recent.get(ivOf(record.body)) : undefined;
     const s = hit?.sealed;
     if (s && s.keyId === key.id && s.tenantId === record.tenant_id && s.eventId === record.event_id && s.day === day && s.bytes.equals(record.body)) return { ...record, body: hit!.body };
     const body = openBody(key, record, record.body);
@@ -199,17 +207,24 @@ export class BodySealer {
     this.sealedOf.set(body, sealed);
     const size = body.length + sealed.bytes.length;
     if (size > RECENT_BYTES / 16) return;
-    const iv = ivOf(sealed.bytes);
-    const replaced = this.recent.get(iv);
-    if (replaced) this.recentBytes -= replaced.body.length + replaced.sealed.bytes.length;
-    this.recent.set(iv, { sealed, body });
+    const entry: Kept = { iv: ivOf(sealed.bytes), sealed, body, size };
+    const replaced = this.recent.get(entry.iv);
+    if (replaced) this.recentBytes -= replaced.size;
+    this.recent.set(entry.iv, entry);
+    this.order.push(entry);
     this.recentBytes += size;
-    const full = () => this.recent.size > RECENT_ENTRIES || this.recentBytes > RECENT_BYTES;
-    if (!full()) return;
-    for (const [oldest, old] of this.recent) {
-      if (!full()) break;
-      this.recent.delete(oldest);
-      this.recentBytes -= old.body.length + old.sealed.bytes.length;
+    while (this.recent.size > RECENT_ENTRIES || this.recentBytes > RECENT_BYTES) {
+      const oldest = this.order[this.head];
+      this.order[this.head++] = undefined;
+      // an entry since replaced under its IV is no longer the map's
+      if (oldest && this.recent.get(oldest.iv) === oldest) {
+        this.recent.delete(oldest.iv);
+        this.recentBytes -= oldest.size;
+      }
+    }
+    if (this.head > RECENT_ENTRIES) {
+      this.order = this.order.slice(this.head);
+      this.head = 0;
     }
   }
 
@@ -221,9 +236,17 @@ export class BodySealer {
   }
 }
 
-/** The IV of sealed bytes, as a map key. */
-function ivOf(sealed: Buffer): string {
-  return sealed.toString('latin1', 1, 1 + IV);
+/** A body kept beside its sealed bytes. */
+interface Kept {
+  iv: number;
+  sealed: Sealed;
+  body: Buffer;
+  size: number;
+}
+
+/** The first 48 bits of the IV of sealed bytes, as a map key. */
+function ivOf(sealed: Buffer): number {
+  return sealed.readUIntLE(1, 6);
 }
 
 function dayOf(receivedAt: number): number {

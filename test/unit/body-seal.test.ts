@@ -126,6 +126,31 @@ describe('the sealer the codec uses', () => {
     await expect(sealer.open(sealed)).rejects.toThrow(UnopenableBodyError);
   });
 
+
+  it('keeps the latest 8,192 bodies (16 MiB at most) beside their sealed bytes: older ones are opened again', async () => {
+    const keys = new MemoryKeys();
+    const sealer = new BodySealer(keys);
+    await keys.ensure('tenant-a');
+    const many = Array.from({ length: 8_192 + 100 }, (_, i) => sealer.sealNow(event(`evt_${i}`))!);
+    const opened = bodySealings.opened;
+    // the latest 8,192 are kept, the first 100 are not: opened for real, and then kept again
+    for (const s of many.slice(100)) expect(sealer.openNow(s)!.body.equals(body)).toBe(true);
+    expect(bodySealings.opened).toBe(opened);
+    for (const s of many.slice(0, 100)) expect(sealer.openNow(s)!.body.equals(body)).toBe(true);
+    expect(bodySealings.opened).toBe(opened + 100);
+    expect(sealer.openNow(many[0]!)!.body.equals(body)).toBe(true);
+    expect(bodySealings.opened).toBe(opened + 100);
+
+    // by bytes: 100 KiB bodies (200 KiB with their sealed bytes), so 16 MiB keeps the latest 81
+    const big = Buffer.alloc(100 * 1024, 0x7a);
+    const fresh = new BodySealer(keys);
+    const bigs = Array.from({ length: 100 }, (_, i) => fresh.sealNow({ ...event(`evt_big_${i}`), body: big })!);
+    const before = bodySealings.opened;
+    for (const s of bigs.slice(19)) expect(fresh.openNow(s)!.body.equals(big)).toBe(true);
+    expect(bodySealings.opened).toBe(before);
+    expect(fresh.openNow(bigs[18]!)!.body.equals(big)).toBe(true);
+    expect(bodySealings.opened).toBe(before + 1);
+  });
   it('fails to open once the tenant\'s key is destroyed, and for a body moved to another event', async () => {
     const keys = new MemoryKeys();
     const sealer = new BodySealer(keys);
