@@ -81,10 +81,14 @@ export const latencyBucketSql = (v: string): string => `if(${v} < 1, 0, toUInt8(
  */
 export function bucketValue(b: number, min: number, max: number): number {
   if (b === 0) return 0;
-  const lo = Math.max(2 ** ((b - 1) / BUCKETS_PER_DOUBLING), min);
-  const hi = Math.min(b === TOP_BUCKET ? Infinity : 2 ** (b / BUCKETS_PER_DOUBLING), max);
+  const lo = Math.max(LOWER_EDGE[b]!, min);
+  const hi = Math.min(UPPER_EDGE[b]!, max);
   return Math.sqrt(lo * hi);
 }
+
+/** Each bucket's edges in ms, computed once: an answer turns up to tens of thousands of buckets into values. */
+const LOWER_EDGE = Array.from({ length: TOP_BUCKET + 1 }, (_, b) => (b === 0 ? 0 : 2 ** ((b - 1) / BUCKETS_PER_DOUBLING)));
+const UPPER_EDGE = Array.from({ length: TOP_BUCKET + 1 }, (_, b) => (b === 0 ? 1 : b === TOP_BUCKET ? Infinity : 2 ** (b / BUCKETS_PER_DOUBLING)));
 
 /**
  * The bucket of each quantile of a histogram (a map bucket -> count, keys in order, as sumMap
@@ -94,31 +98,39 @@ export function bucketValue(b: number, min: number, max: number): number {
 export const histogramBucketsSql = (map: string): string =>
   `arrayMap(q -> mapKeys(${map})[arrayFirstIndex(c -> c > floor(q * arrayCumSum(mapValues(${map}))[-1]), arrayCumSum(mapValues(${map})))], [${QUANTILES.join(', ')}])`;
 
-interface CellRow {
-  start_s: string | number;
-  other: number;
-  g: string;
-  level: number;
-  delivered: string | number;
-  retrying: string | number;
-  failed: string | number;
-  dropped: string | number;
+/**
+ * The columns of an answer's rows, in the order the figures query selects them: rows are read as
+ * arrays (JSONCompact), since a grouped answer has thousands of them.
+ */
+const enum Col {
+  start_s,
+  other,
+  g,
+  level,
+  delivered,
+  retrying,
+  failed,
+  dropped,
   /** Each quantile's bucket, and the smallest and largest value; empty and null without a value. */
-  latency_b: number[];
-  latency_min: string | number | null;
-  latency_max: string | number | null;
-  end_to_end_b: number[];
-  end_to_end_min: string | number | null;
-  end_to_end_max: string | number | null;
+  latency_b,
+  latency_min,
+  latency_max,
+  end_to_end_b,
+  end_to_end_min,
+  end_to_end_max,
 }
+type CellRow = unknown[];
+const CELL_COLUMNS = 'start_s, other, g, level, delivered, retrying, failed, dropped, latency_b, latency_min, latency_max, end_to_end_b, end_to_end_min, end_to_end_max';
 
 const EMPTY_QUANTILES: Quantiles = { p50: null, p95: null, p99: null };
 
 /** p50, p95 and p99 (whole ms) from each one's bucket and the span of the values. */
-function quantilesOf(buckets: number[], min: string | number | null, max: string | number | null): Quantiles {
-  if (buckets.length !== QUANTILES.length || min === null || max === null) return EMPTY_QUANTILES;
-  const [p50, p95, p99] = buckets.map((b) => Math.round(bucketValue(Number(b), Number(min), Number(max))));
-  return { p50: p50!, p95: p95!, p99: p99! };
+function quantilesOf(buckets: unknown, min: unknown, max: unknown): Quantiles {
+  const b = buckets as number[];
+  if (b.length !== QUANTILES.length || min === null || max === null) return EMPTY_QUANTILES;
+  const lo = Number(min);
+  const hi = Number(max);
+  return { p50: Math.round(bucketValue(Number(b[0]), lo, hi)), p95: Math.round(bucketValue(Number(b[1]), lo, hi)), p99: Math.round(bucketValue(Number(b[2]), lo, hi)) };
 }
 
 export function figuresOf(n: { delivered: number; retrying: number; failed: number; dropped: number }, latency?: Quantiles, endToEnd?: Quantiles): Figures {
@@ -135,9 +147,9 @@ export function figuresOf(n: { delivered: number; retrying: number; failed: numb
 
 const figuresOfRow = (r: CellRow): Figures =>
   figuresOf(
-    { delivered: Number(r.delivered), retrying: Number(r.retrying), failed: Number(r.failed), dropped: Number(r.dropped) },
-    quantilesOf(r.latency_b, r.latency_min, r.latency_max),
-    quantilesOf(r.end_to_end_b, r.end_to_end_min, r.end_to_end_max),
+    { delivered: Number(r[Col.delivered]), retrying: Number(r[Col.retrying]), failed: Number(r[Col.failed]), dropped: Number(r[Col.dropped]) },
+    quantilesOf(r[Col.latency_b], r[Col.latency_min], r[Col.latency_max]),
+    quantilesOf(r[Col.end_to_end_b], r[Col.end_to_end_min], r[Col.end_to_end_max]),
   );
 
 /** The view each bucket reads (migration 013), and its time column; minute buckets read the attempts. */
@@ -331,15 +343,12 @@ async function rowsOf<T>(clickhouse: ClickHouseClient, sql: Sql): Promise<T[]> {
   return (await clickhouse.query({ ...sql, format: 'JSONEachRow' })).json<T>();
 }
 
-/** The same for many rows: JSONCompact names the columns once, where JSONEachRow repeats them on every row (a grouped answer has thousands). */
-async function compactRowsOf<T>(clickhouse: ClickHouseClient, sql: Sql): Promise<T[]> {
+/** An answer's rows as arrays in CELL_COLUMNS order (JSONCompact names the columns once, where JSONEachRow repeats them on every row). */
+async function cellRowsOf(clickhouse: ClickHouseClient, sql: Sql): Promise<CellRow[]> {
   const { meta, data } = await (await clickhouse.query({ ...sql, format: 'JSONCompact' })).json<unknown[]>();
-  const names = (meta ?? []).map((m) => m.name);
-  return data.map((row) => {
-    const o: Record<string, unknown> = {};
-    for (let i = 0; i < names.length; i++) o[names[i]!] = row[i];
-    return o as T;
-  });
+  const names = (meta ?? []).map((m) => m.name).join(', ');
+  if (names !== CELL_COLUMNS) throw new Error(`the analytics query answered the columns ${names}, not ${CELL_COLUMNS}`);
+  return data;
 }
 
 /** A tenant's delivery analytics over [from, to): see docs/analytics.md for each figure. */
@@ -353,7 +362,7 @@ export async function deliveryAnalytics(clickhouse: ClickHouseClient, database: 
       groupsTotal = Number(biggest[0]?.total ?? 0);
       if (groupsTotal > MAX_GROUPS) top = biggest.map((b) => b.g);
     }
-    return { groupsTotal, cells: await compactRowsOf<CellRow>(clickhouse, analyticsSql(database, q, top, source)) };
+    return { groupsTotal, cells: await cellRowsOf(clickhouse, analyticsSql(database, q, top, source)) };
   };
   const [{ groupsTotal, cells }, errors] = await Promise.all([figures(), rowsOf<{ message: string; attempts: string | number }>(clickhouse, topErrorsSql(database, q))]);
   const width = BUCKET_SECONDS[q.bucket] * 1000;
@@ -365,21 +374,22 @@ export async function deliveryAnalytics(clickhouse: ClickHouseClient, database: 
   const perBucket = new Map<number, Figures>();
   const groups = new Map<string, { key: string | null; other: boolean; totals: Figures; buckets: (Figures & { startMs: number })[] }>();
   const groupOf = (r: CellRow) => {
-    const id = `${r.other}:${r.g}`;
+    const other = Number(r[Col.other]) !== 0;
+    const id = `${other ? 1 : 0}:${r[Col.g]}`;
     let g = groups.get(id);
     if (!g) {
-      g = { key: r.other || r.g === '' ? null : r.g, other: Boolean(r.other), totals: empty, buckets: [] };
+      g = { key: other || r[Col.g] === '' ? null : String(r[Col.g]), other, totals: empty, buckets: [] };
       groups.set(id, g);
     }
     return g;
   };
   for (const r of cells) {
-    const level = Number(r.level);
+    const level = Number(r[Col.level]);
     const fig = figuresOfRow(r);
     if (level === TOTAL) totals = fig;
-    else if (level === NO_GROUP) perBucket.set(Number(r.start_s) * 1000, fig);
+    else if (level === NO_GROUP) perBucket.set(Number(r[Col.start_s]) * 1000, fig);
     else if (level === NO_BUCKET) groupOf(r).totals = fig;
-    else groupOf(r).buckets.push({ ...fig, startMs: Number(r.start_s) * 1000 });
+    else groupOf(r).buckets.push(Object.assign(fig, { startMs: Number(r[Col.start_s]) * 1000 }));
   }
   const listed = q.groupBy
     ? [...groups.values()]
