@@ -88,6 +88,9 @@ export interface Config {
   retention: RetentionPeriods;
   /** Seconds between the sink's sweeps of expired rows (0: none, merges alone apply the TTLs). */
   retentionSweepSeconds: number;
+  /** Seconds between the rollups of stored attempts into the analytics views, and how far behind ClickHouse's clock they stay. */
+  analyticsRollupSeconds: number;
+  analyticsRollupLagSeconds: number;
   /** `retention.ms` of the topics carrying webhook bodies, when the service creates them; unset: the broker's default. */
   kafkaEventRetentionMs: number | undefined;
   ingestLingerMs: number;
@@ -572,6 +575,8 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
       logsSeconds: r.retention('RETENTION_LOGS', DEFAULT_RETENTION.logs),
     },
     retentionSweepSeconds: r.integer('RETENTION_SWEEP_SECONDS', 3_600, 0, 7 * 86_400),
+    analyticsRollupSeconds: r.integer('ANALYTICS_ROLLUP_SECONDS', 10, 1, 3_600),
+    analyticsRollupLagSeconds: r.integer('ANALYTICS_ROLLUP_LAG_SECONDS', 30, 1, 3_600),
     kafkaEventRetentionMs: kafkaRetentionMs(r.optionalRetention('KAFKA_EVENT_RETENTION')),
     ingestLingerMs: r.integer('INGEST_LINGER_MS', 0, 0, 1_000),
     ingestAckTimeoutMs: r.integer('INGEST_ACK_TIMEOUT_MS', 5_000, 100, 120_000),
@@ -860,6 +865,8 @@ export const SETTINGS: SettingDoc[] = [
   { env: 'RETENTION_ATTEMPTS', default: '90d', unit: 'duration or `forever`', description: 'How long ClickHouse keeps the rows of events and attempts (`events`, `deliveries`, `event_transitions`, `event_types`, `dead_letters`, `dead_letter_replays`); past it they are deleted. The evidence tables never are: a proof still verifies. 1 s to 10 years; a tenant may set its own.' },
   { env: 'RETENTION_LOGS', default: '30d', unit: 'duration or `forever`', description: 'How long ClickHouse keeps log lines (`logs`). 1 s to 10 years; a tenant may set its own.' },
   { env: 'RETENTION_SWEEP_SECONDS', default: '3600', unit: 'seconds', description: 'Every this often a process running the sink rewrites the ClickHouse partitions holding rows expired since its last sweep, so that expired bodies and rows are gone within about this time. 0: no sweep; the TTLs then apply only when merges run (`merge_with_ttl_timeout` 1 hour). At most 7 days.' },
+  { env: 'ANALYTICS_ROLLUP_SECONDS', default: '10', unit: 'seconds', description: 'Every this often a process running the sink adds the attempts stored since its last rollup to the analytics views that hour and day answers read (minute answers read the attempts). 1 to 3600. See [Analytics](./analytics.md#how-the-views-are-filled).' },
+  { env: 'ANALYTICS_ROLLUP_LAG_SECONDS', default: '30', unit: 'seconds', description: 'A rollup takes the attempts stored up to this long before ClickHouse\'s clock, so that every insert begun before then has committed: hour and day answers lag the attempts by this plus up to `ANALYTICS_ROLLUP_SECONDS`. An insert that takes longer than this to commit is not counted in them (NC-24). 1 to 3600.' },
   { env: 'KAFKA_EVENT_RETENTION', default: 'unset: the broker\'s default (Kafka\'s: 7 days)', unit: 'duration or `forever`', description: '`retention.ms` of the topics whose records carry webhook bodies (`webhooks.*`, `deliveries.requested`, `deliveries.held`, `deliveries.dlq`, `events.dlq`, the retry tiers), set when the service creates them; existing topics are left as they are. See [Retention](./retention.md).' },
   { env: 'BOOTSTRAP_DEMO_TENANT', default: 'true', unit: 'boolean', description: 'On first start with an empty configuration, create tenant `demo` and print its API key once (only a process that runs the API does).' },
 ];

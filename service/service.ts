@@ -65,6 +65,8 @@ import { EvidenceStore } from '../platform/evidence/store';
 import type { EvidenceLogInfo } from '../api/routes/evidence';
 import { INSERT_COLUMNS, runSink, type RowWriter } from '../pipeline/sink/stage';
 import { startSweeper } from '../platform/clickhouse/retention';
+import { startAnalyticsRollup } from '../platform/clickhouse/analytics-rollup';
+import { ANALYTICS_ROLLUP_LOCK, analyticsRollupLock } from '../platform/redis/analytics-rollup-lock';
 import { retentionOf } from '../core/tenants';
 import { validateStage } from '../pipeline/validate/stage';
 import { healthProbe, type Connections } from './health';
@@ -402,6 +404,15 @@ export async function startService(config: Config, log = new Logger(config.logLe
         const sweeper = startSweeper(sinkClient, config.clickhouseDatabase, config.retentionSweepSeconds, log);
         cleanups.push(() => sweeper.stop());
       }
+      const rollupLock = analyticsRollupLock(redis, config.topicPrefix);
+      const rollup = startAnalyticsRollup(sinkClient, config.clickhouseDatabase, {
+        intervalS: config.analyticsRollupSeconds,
+        lagS: config.analyticsRollupLagSeconds,
+        withLock: (fn) => rollupLock.withLock(ANALYTICS_ROLLUP_LOCK, fn),
+        skipped: () => store.all('tenant').filter((t) => t.state === 'erasing').map((t) => t.id),
+        log,
+      });
+      cleanups.push(() => rollup.stop());
     }
     running.push(...(await Promise.all(starting)));
 

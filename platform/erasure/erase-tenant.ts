@@ -5,6 +5,7 @@ import type { ConfigStore } from '../config-store/config-store';
 import { eraseClickHouseRows, ownedIds, queryLogTables, tenantRowCounts, tenantTables, type ClickHouseTarget } from './clickhouse-rows';
 import { eraseConfigEntities } from './config-entities';
 import { eraseRedisKeys, portalSessionIdsOf, type TenantIds } from './redis-keys';
+import { ANALYTICS_ROLLUP_LOCK, analyticsRollupLock } from '../redis/analytics-rollup-lock';
 
 export interface ErasureDeps {
   store: ConfigStore;
@@ -42,7 +43,8 @@ const running = new Map<string, Promise<ErasureReport>>();
  * 1. its config entities: the data keys first (its bodies sealed on Kafka can no longer be opened),
  *    then keys, destinations, ingesters with their secrets, and every other kind;
  * 2. its Redis keys (platform/erasure/redis-keys.ts);
- * 3. its ClickHouse rows in every table but the evidence log's, and the parts that held them;
+ * 3. its ClickHouse rows in every table but the evidence log's, and the parts that held them,
+ *    while no analytics rollup step runs (they skip tenants being erased once they see them so);
  *    then Redis again, and the rows counted again, for records that were in flight meanwhile;
  * 4. the marker `erased_tenant` (its id, when; no data), and last the tenant entity itself.
  *
@@ -88,14 +90,18 @@ async function erase(deps: ErasureDeps, tenantId: string): Promise<ErasureReport
     deadLetters: (list: string[]) => ownedIds(clickhouse, tenantId, 'dead_letters', list),
   };
   const first = await eraseRedisKeys(redis, redisPrefix, ids, owned);
-  const ch = await eraseClickHouseRows(clickhouse, tenantId, tables);
-  // a record in flight when the tenant was marked may have been written since: once more
-  const late = await tenantRowCounts(clickhouse, tenantId, tables);
-  if (Object.values(late).some((n) => n > 0)) {
-    const again = await eraseClickHouseRows(clickhouse, tenantId, tables);
-    for (const [t, n] of Object.entries(again.rows)) ch.rows[t] = (ch.rows[t] ?? 0) + n;
-    ch.parts += again.parts;
-  }
+  // no analytics rollup step meanwhile: one begun before the tenant was marked would write its rows back into the views
+  const ch = await analyticsRollupLock(redis, redisPrefix).withLock(ANALYTICS_ROLLUP_LOCK, async () => {
+    const rows = await eraseClickHouseRows(clickhouse, tenantId, tables);
+    // a record in flight when the tenant was marked may have been written since: once more
+    const late = await tenantRowCounts(clickhouse, tenantId, tables);
+    if (Object.values(late).some((n) => n > 0)) {
+      const again = await eraseClickHouseRows(clickhouse, tenantId, tables);
+      for (const [t, n] of Object.entries(again.rows)) rows.rows[t] = (rows.rows[t] ?? 0) + n;
+      rows.parts += again.parts;
+    }
+    return rows;
+  });
   const second = await eraseRedisKeys(redis, redisPrefix, ids, owned);
 
   const erasedAt = new Date().toISOString();

@@ -128,9 +128,14 @@ describe('tenant erasure', () => {
     const store = svc.service.store;
     const kindsBefore = new Set(store.ofTenant(A.id).map((e) => e.kind));
     for (const kind of ['tenant', 'api_key', 'destination', 'ingester', 'flow', 'saved_payload', 'event_type', 'replay_job']) expect(kindsBefore).toContain(kind);
+    // both tenants' attempts in the analytics views (the rollup runs every second, 3 s behind), so that A's aggregates are there to erase and B's stay as they are
+    await eventually('the attempts rolled into the analytics views', async () => {
+      const [a, b] = [await rowsOf(A.id), await rowsOf(B.id)];
+      return a.delivery_hours! > 0 && b.delivery_hours! > 0 && a.delivery_days! > 0 && b.delivery_days! > 0 ? true : undefined;
+    }, 30_000);
     const rowsBefore = await rowsOf(A.id);
     const tables = await tenantTables({ client: svc.clickhouse, database: svc.config.clickhouseDatabase });
-    for (const t of ['events', 'deliveries', 'event_transitions', 'logs']) expect(rowsBefore[t]).toBeGreaterThan(0);
+    for (const t of ['events', 'deliveries', 'event_transitions', 'logs', 'delivery_hours', 'delivery_days']) expect(rowsBefore[t]).toBeGreaterThan(0);
     const bRowsBefore = await rowsOf(B.id);
     const aIds = [A.id, A.destinationId, A.ingesterId];
     expect((await foundInRedis(redis, svc.config.topicPrefix, aIds)).found.size).toBeGreaterThan(0);

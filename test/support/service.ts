@@ -48,6 +48,9 @@ export async function startTestService(env: Record<string, string> = {}): Promis
     DESTINATION_ALLOWED_NETWORKS: 'loopback',
     // the run's key (global setup), so a CLI the test spawns opens what the service sealed
     SECRETS_KEK: process.env.SECRETS_KEK ?? randomKek(),
+    // hour and day analytics within seconds of the attempts, not the production lag's half a minute
+    ANALYTICS_ROLLUP_SECONDS: '1',
+    ANALYTICS_ROLLUP_LAG_SECONDS: '3',
     ...env,
   });
   const log = new Logger(config.logLevel);
