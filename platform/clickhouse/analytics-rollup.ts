@@ -1,4 +1,5 @@
 import type { ClickHouseClient } from '@clickhouse/client';
+import { every, type Periodic } from '../../core/periodic';
 import { latencyBucketSql } from './analytics';
 
 /**
@@ -127,12 +128,6 @@ export async function rollUpAnalytics(clickhouse: ClickHouseClient, database: st
   return { steps, rolledToMs: at.toMs };
 }
 
-export interface AnalyticsRollup {
-  /** A rollup now (or the one under way); resolves with its steps. */
-  rollUpNow(): Promise<RollupResult>;
-  stop(): Promise<void>;
-}
-
 /**
  * Rolls up every `intervalS` seconds, one rollup at a time in this process and, through
  * `withLock` (platform/redis/analytics-rollup-lock.ts, which an erasure holds too), across
@@ -142,33 +137,11 @@ export function startAnalyticsRollup(
   clickhouse: ClickHouseClient,
   database: string,
   opts: { intervalS: number; lagS: number; withLock: <T>(fn: () => Promise<T>) => Promise<T>; skipped: () => readonly string[]; log: { warn(msg: string, fields?: Record<string, unknown>): void } },
-): AnalyticsRollup {
-  let running: Promise<RollupResult> | undefined;
-  let timer: NodeJS.Timeout | undefined;
-  let stopped = false;
-  const rollUpNow = (): Promise<RollupResult> => {
+): Periodic<RollupResult> {
+  return every(
+    opts.intervalS * 1_000,
     // the tenants to skip are read once the lock is held: an erasure marks its tenant before it takes the lock
-    running ??= opts.withLock(() => rollUpAnalytics(clickhouse, database, { lagMs: opts.lagS * 1_000, skipped: opts.skipped() })).finally(() => {
-      running = undefined;
-    });
-    return running;
-  };
-  const schedule = () => {
-    if (stopped) return;
-    timer = setTimeout(() => {
-      rollUpNow()
-        .catch((err: unknown) => opts.log.warn('analytics rollup failed; the next one does its step again', { error: err instanceof Error ? err.message : String(err) }))
-        .finally(schedule);
-    }, opts.intervalS * 1_000);
-    timer.unref();
-  };
-  schedule();
-  return {
-    rollUpNow,
-    async stop() {
-      stopped = true;
-      clearTimeout(timer);
-      await running?.catch(() => undefined);
-    },
-  };
+    () => opts.withLock(() => rollUpAnalytics(clickhouse, database, { lagMs: opts.lagS * 1_000, skipped: opts.skipped() })),
+    (err) => opts.log.warn('analytics rollup failed; the next one does its step again', { error: err instanceof Error ? err.message : String(err) }),
+  );
 }

@@ -1,4 +1,5 @@
 import type { ClickHouseClient } from '@clickhouse/client';
+import { every, type Periodic } from '../../core/periodic';
 
 /**
  * The sweeper of expired rows (docs/retention.md). The tables' TTLs (migration 014) apply when
@@ -70,49 +71,20 @@ export async function sweepExpired(clickhouse: ClickHouseClient, database: strin
   return { rewritten, until };
 }
 
-export interface Sweeper {
-  /** Runs a sweep now (the next one is due an interval later); resolves when it is done. */
-  sweepNow(): Promise<SweepResult>;
-  stop(): Promise<void>;
-}
-
 /**
  * Sweeps every `intervalS` seconds, one sweep at a time; the first runs an interval after the
  * start and looks back one interval. A failed sweep is logged and the next one looks back as far.
  */
-export function startSweeper(clickhouse: ClickHouseClient, database: string, intervalS: number, log: { info(msg: string, fields?: Record<string, unknown>): void; warn(msg: string, fields?: Record<string, unknown>): void }): Sweeper {
+export function startSweeper(clickhouse: ClickHouseClient, database: string, intervalS: number, log: { info(msg: string, fields?: Record<string, unknown>): void; warn(msg: string, fields?: Record<string, unknown>): void }): Periodic<SweepResult> {
   let since = Math.floor(Date.now() / 1_000) - intervalS;
-  let running: Promise<SweepResult> | undefined;
-  let timer: NodeJS.Timeout | undefined;
-  let stopped = false;
-  const sweepNow = (): Promise<SweepResult> => {
-    running ??= sweepExpired(clickhouse, database, since)
-      .then((r) => {
-        since = r.until;
-        if (r.rewritten.length > 0) log.info('expired rows swept', { partitions: r.rewritten });
-        return r;
-      })
-      .finally(() => {
-        running = undefined;
-      });
-    return running;
-  };
-  const schedule = () => {
-    if (stopped) return;
-    timer = setTimeout(() => {
-      sweepNow()
-        .catch((err: unknown) => log.warn('retention sweep failed; the next one looks back as far', { error: err instanceof Error ? err.message : String(err) }))
-        .finally(schedule);
-    }, intervalS * 1_000);
-    timer.unref();
-  };
-  schedule();
-  return {
-    sweepNow,
-    async stop() {
-      stopped = true;
-      clearTimeout(timer);
-      await running?.catch(() => undefined);
+  return every(
+    intervalS * 1_000,
+    async () => {
+      const r = await sweepExpired(clickhouse, database, since);
+      since = r.until;
+      if (r.rewritten.length > 0) log.info('expired rows swept', { partitions: r.rewritten });
+      return r;
     },
-  };
+    (err) => log.warn('retention sweep failed; the next one looks back as far', { error: err instanceof Error ? err.message : String(err) }),
+  );
 }

@@ -17,8 +17,8 @@ import type { ConfigStore } from '../config-store/config-store';
  * erased) is forgotten here as soon as its tombstone is applied.
  */
 export class DataKeys implements BodyKeys {
-  /** Unwrapped keys by `tenant/id`. */
-  private readonly held = new Map<string, BodyKey>();
+  /** Unwrapped keys by tenant, then id: looked up for every record encoded or decoded, so without a string made per lookup. */
+  private readonly held = new Map<string, Map<string, BodyKey>>();
   /** Per tenant, the key bodies are sealed with (null: none yet). */
   private readonly currents = new Map<string, BodyKey | null>();
   private readonly making = new Map<string, Promise<BodyKey>>();
@@ -27,7 +27,8 @@ export class DataKeys implements BodyKeys {
   constructor(private readonly store: ConfigStore) {
     this.unwatch = store.onChange((entity) => {
       if (entity.kind !== 'data_key') return;
-      this.held.delete(`${entity.tenant_id}/${entity.id}`);
+      const ofTenant = this.held.get(entity.tenant_id);
+      if (ofTenant?.delete(entity.id) && ofTenant.size === 0) this.held.delete(entity.tenant_id);
       this.currents.delete(entity.tenant_id);
     });
   }
@@ -54,7 +55,7 @@ export class DataKeys implements BodyKeys {
   }
 
   byId(tenantId: string, keyId: string): BodyKey | undefined {
-    const held = this.held.get(`${tenantId}/${keyId}`);
+    const held = this.held.get(tenantId)?.get(keyId);
     if (held) return held;
     const entity = this.store.get('data_key', tenantId, keyId);
     return entity && this.unwrap(entity);
@@ -86,7 +87,9 @@ export class DataKeys implements BodyKeys {
     const key = Buffer.from(entity.material, 'base64');
     if (key.length !== 32) throw new Error(`data key ${entity.id} of tenant ${entity.tenant_id} is not 32 bytes`);
     const held = { id: entity.id, key };
-    this.held.set(`${entity.tenant_id}/${entity.id}`, held);
+    let ofTenant = this.held.get(entity.tenant_id);
+    if (!ofTenant) this.held.set(entity.tenant_id, (ofTenant = new Map()));
+    ofTenant.set(entity.id, held);
     return held;
   }
 }
