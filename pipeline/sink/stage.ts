@@ -40,9 +40,20 @@ export interface SinkOptions {
 const EVIDENCE_TABLES: ReadonlySet<SinkTable> = new Set(['evidence_nodes', 'evidence_leaves', 'evidence_checkpoints']);
 
 /** The rows of a table that may be written: none of a tenant that is erased. */
-function rowsToWrite(table: SinkTable, rows: Record<string, unknown>[], erased: SinkOptions['erased']): Record<string, unknown>[] {
+function rowsToWrite(table: SinkTable, rows: Record<string, unknown>[], erased: ((tenantId: string) => boolean) | undefined): Record<string, unknown>[] {
   if (!erased || EVIDENCE_TABLES.has(table)) return rows;
   return rows.some((r) => erased(String(r.tenant_id))) ? rows.filter((r) => !erased(String(r.tenant_id))) : rows;
+}
+
+/** `f` asked once per tenant: an insert holds thousands of rows of a few tenants. */
+function perTenant<T>(f: (tenantId: string) => T): (tenantId: string) => T {
+  const known = new Map<string, T>();
+  return (tenantId) => {
+    if (known.has(tenantId)) return known.get(tenantId)!;
+    const v = f(tenantId);
+    known.set(tenantId, v);
+    return v;
+  };
 }
 
 interface Buffer {
@@ -134,11 +145,12 @@ export async function runSink(topics: Topics, writer: RowWriter, deps: RunnerDep
     for (let attempt = 1; ; attempt++) {
       try {
         // judged at insert time, not when read: a row buffered before its tenant's erasure began is dropped too
+        const erased = options.erased && perTenant(options.erased);
         for (const table of SINK_TABLES) {
-          const rows = rowsToWrite(table, b.rows.get(table) ?? [], options.erased);
+          const rows = rowsToWrite(table, b.rows.get(table) ?? [], erased);
           if (rows.length > 0) await writer.insert(table, rows);
         }
-        const acked = rowsToWrite('event_transitions', b.acked, options.erased);
+        const acked = rowsToWrite('event_transitions', b.acked, erased);
         if (acked.length > 0) await writer.insert('event_transitions', acked);
         await consuming.commitNow([...b.offsets.values()]);
         recordSinkFlush(rowCounts(b), secondsSince(started));
@@ -186,7 +198,8 @@ export async function runSink(topics: Topics, writer: RowWriter, deps: RunnerDep
     };
     const rows = rowsOf(table);
     // a row's expiry columns, from its tenant's retention and the time it records
-    const expiring = <R extends { tenant_id: string }>(t: SinkTable, row: R, atMs: number): R => (options.retention ? withExpiry(t, row, atMs, options.retention) : row);
+    const retention = options.retention && perTenant(options.retention);
+    const expiring = <R extends { tenant_id: string }>(t: SinkTable, row: R, atMs: number): R => (retention ? withExpiry(t, row, atMs, retention) : row);
     for (let i = 0; i < values.length; i++) {
       const value = values[i];
       switch (table) {
