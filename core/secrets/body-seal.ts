@@ -83,13 +83,14 @@ function subkeyOf(key: Buffer, receivedAt: number): KeyObject {
 /** IVs drawn 4 KiB at a time: one generator call per 341 seals instead of one per seal. */
 let ivPool = Buffer.alloc(0);
 let ivAt = 0;
-function freshIv(): Buffer {
+/** Copies a fresh IV into `to` at `at`. */
+function freshIv(to: Buffer, at: number): void {
   if (ivAt + IV > ivPool.length) {
     ivPool = randomBytes(4096);
     ivAt = 0;
   }
+  ivPool.copy(to, at, ivAt, ivAt + IV);
   ivAt += IV;
-  return ivPool.subarray(ivAt - IV, ivAt);
 }
 
 function aadOf(keyId: string, place: BodyPlace): Buffer {
@@ -99,11 +100,17 @@ function aadOf(keyId: string, place: BodyPlace): Buffer {
 /** The body sealed with `key` for its place. */
 export function sealBody(key: BodyKey, place: BodyPlace, body: Buffer): Buffer {
   bodySealings.sealed++;
-  const iv = freshIv();
-  const c = createCipheriv('aes-256-gcm', subkeyOf(key.key, place.received_at), iv);
+  // written in place: format, IV, ciphertext, tag
+  const sealed = Buffer.allocUnsafe(1 + IV + body.length + TAG);
+  sealed[0] = FORMAT;
+  freshIv(sealed, 1);
+  const c = createCipheriv('aes-256-gcm', subkeyOf(key.key, place.received_at), sealed.subarray(1, 1 + IV));
   c.setAAD(aadOf(key.id, place));
-  const head = Buffer.from([FORMAT]);
-  return Buffer.concat([head, iv, c.update(body), c.final(), c.getAuthTag()]);
+  const text = c.update(body);
+  if (text.length !== body.length || c.final().length !== 0) throw new Error('AES-GCM returned a ciphertext of another length than its text');
+  text.copy(sealed, 1 + IV);
+  c.getAuthTag().copy(sealed, 1 + IV + body.length);
+  return sealed;
 }
 
 /** The body `sealed` holds; throws UnopenableBodyError when it does not open with `key` at this place. */
@@ -145,7 +152,10 @@ const RECENT_BYTES = 16 * 1024 * 1024;
  * The `…Now` forms answer without a promise, or undefined when a key must be made or looked for.
  */
 export class BodySealer {
-  private readonly sealedOf = new WeakMap<Buffer, Sealed>();
+  /** The kept entries by their body (the very object): a record written again with a body read or sealed here. */
+  private readonly byBody = new Map<Buffer, Kept>();
+  /** The same for bodies too large to keep: held no longer than the body is. */
+  private readonly largeSealedOf = new WeakMap<Buffer, Sealed>();
   /** By the first 48 bits of the IV of their sealed bytes (random): a hit is checked against the whole sealed bytes. */
   private readonly recent = new Map<number, Kept>();
   /**
@@ -171,19 +181,23 @@ export class BodySealer {
     return this.sealNow(record) ?? this.sealWith(await this.keys.ensure(record.tenant_id), record);
   }
 
-  /** The record with its body opened; a record written before sealing as it is. Throws UnopenableBodyError. */
-  openNow<R extends SealableRecord>(record: R): R | undefined {
+  /**
+   * The record with its body opened; a record written before sealing as it is. Throws
+   * UnopenableBodyError. `own`: the record is the caller's to change (one just decoded), and gets
+   * the opened body in place of the sealed one instead of being copied.
+   */
+  openNow<R extends SealableRecord>(record: R, own = false): R | undefined {
     if (record.body_key == null) return record;
     const key = this.keys.byId(record.tenant_id, record.body_key);
-    return key && this.openWith(key, record);
+    return key && this.openWith(key, record, own);
   }
 
-  async open<R extends SealableRecord>(record: R): Promise<R> {
-    const now = this.openNow(record);
+  async open<R extends SealableRecord>(record: R, own = false): Promise<R> {
+    const now = this.openNow(record, own);
     if (now) return now;
     const key = await this.keys.find(record.tenant_id, record.body_key!);
     if (!key) throw new UnopenableBodyError(`the body of ${record.event_id} is sealed with key ${record.body_key}, which tenant ${record.tenant_id} no longer has`);
-    return this.openWith(key, record);
+    return this.openWith(key, record, own);
   }
 
   private sealWith<R extends SealableRecord>(key: BodyKey, record: R): R {
@@ -192,25 +206,28 @@ export class BodySealer {
     return { ...record, body: bytes, body_key: key.id };
   }
 
-  private openWith<R extends SealableRecord>(key: BodyKey, record: R): R {
+  private openWith<R extends SealableRecord>(key: BodyKey, record: R, own: boolean): R {
     const day = dayOf(record.received_at);
     const hit = record.body.length >= 1 + IV ? this.recent.get(ivOf(record.body)) : undefined;
     const s = hit?.sealed;
-    if (s && s.keyId === key.id && s.tenantId === record.tenant_id && s.eventId === record.event_id && s.day === day && s.bytes.equals(record.body)) return { ...record, body: hit!.body };
+    if (s && s.keyId === key.id && s.tenantId === record.tenant_id && s.eventId === record.event_id && s.day === day && s.bytes.equals(record.body)) return withBody(record, hit!.body, own);
     const body = openBody(key, record, record.body);
     // a copy: the bytes read are a view of the whole fetched batch, which they would keep alive
     this.remember(body, { keyId: key.id, tenantId: record.tenant_id, eventId: record.event_id, day, bytes: Buffer.from(record.body) });
-    return { ...record, body };
+    return withBody(record, body, own);
   }
 
   private remember(body: Buffer, sealed: Sealed): void {
-    this.sealedOf.set(body, sealed);
     const size = body.length + sealed.bytes.length;
-    if (size > RECENT_BYTES / 16) return;
+    if (size > RECENT_BYTES / 16) {
+      this.largeSealedOf.set(body, sealed);
+      return;
+    }
     const entry: Kept = { iv: ivOf(sealed.bytes), sealed, body, size };
     const replaced = this.recent.get(entry.iv);
-    if (replaced) this.recentBytes -= replaced.size;
+    if (replaced) this.forget(replaced);
     this.recent.set(entry.iv, entry);
+    this.byBody.set(body, entry);
     this.order.push(entry);
     this.recentBytes += size;
     while (this.recent.size > RECENT_ENTRIES || this.recentBytes > RECENT_BYTES) {
@@ -219,7 +236,7 @@ export class BodySealer {
       // an entry since replaced under its IV is no longer the map's
       if (oldest && this.recent.get(oldest.iv) === oldest) {
         this.recent.delete(oldest.iv);
-        this.recentBytes -= oldest.size;
+        this.forget(oldest);
       }
     }
     if (this.head > RECENT_ENTRIES) {
@@ -228,9 +245,15 @@ export class BodySealer {
     }
   }
 
+  /** An entry leaving the kept ones (evicted, or replaced under its IV). */
+  private forget(entry: Kept): void {
+    this.recentBytes -= entry.size;
+    if (this.byBody.get(entry.body) === entry) this.byBody.delete(entry.body);
+  }
+
   /** The sealed bytes of this very body, when they are bound to this record's event and their key is still held. */
   private kept(record: SealableRecord): Sealed | undefined {
-    const s = this.sealedOf.get(record.body);
+    const s = this.byBody.get(record.body)?.sealed ?? this.largeSealedOf.get(record.body);
     if (!s || s.eventId !== record.event_id || s.tenantId !== record.tenant_id || s.day !== dayOf(record.received_at)) return undefined;
     return this.keys.byId(record.tenant_id, s.keyId) ? s : undefined;
   }
@@ -242,6 +265,13 @@ interface Kept {
   sealed: Sealed;
   body: Buffer;
   size: number;
+}
+
+/** The record with `body` for its body: itself when it is the caller's to change, else a copy. */
+function withBody<R extends SealableRecord>(record: R, body: Buffer, own: boolean): R {
+  if (!own) return { ...record, body };
+  record.body = body;
+  return record;
 }
 
 /** The first 48 bits of the IV of sealed bytes, as a map key. */

@@ -43,6 +43,12 @@ export class AvroCodec {
   /** Every writer schema met so far, by id. */
   private readonly writers = new Map<number, Type>();
   private bodies: BodySealer | undefined;
+  /**
+   * Where `encodeNow` writes a record before copying it out at its exact size, grown to the largest
+   * record met: avsc's `toBuffer` would allocate a zero-filled buffer of its own for every record
+   * and write a record larger than its 1 KiB scratch twice (every webhook's, with its body).
+   */
+  private scratch = Buffer.allocUnsafeSlow(64 * 1024);
 
   constructor(readonly registry: SchemaRegistry) {}
 
@@ -95,16 +101,17 @@ export class AvroCodec {
     if (type === undefined) return undefined;
     const stored = SEALED_RECORDS.has(name) ? (this.bodies ? this.bodies.sealNow(value as SealableRecord) : unsealed(value as SealableRecord)) : value;
     if (stored === undefined) return undefined;
-    let avro: Buffer;
+    let end: number;
     try {
-      avro = type.toBuffer(stored);
+      // written after the 5 bytes of the wire format's head; a negative end is the bytes missing
+      while ((end = type.encode(stored, this.scratch, 5)) < 0) this.scratch = Buffer.allocUnsafeSlow(Math.max(2 * this.scratch.length, this.scratch.length - end));
     } catch {
       return undefined;
     }
-    const wire = Buffer.allocUnsafe(5 + avro.length);
+    const wire = Buffer.allocUnsafe(end);
+    this.scratch.copy(wire, 5, 5, end);
     wire[0] = 0;
     wire.writeInt32BE(this.ids.get(topic)!, 1);
-    avro.copy(wire, 5);
     return wire;
   }
 
@@ -117,7 +124,7 @@ export class AvroCodec {
     const { id, writer } = await this.writerOf(buffer);
     const value = decodeWith(writer, id, buffer) as RecordTypes[N];
     if (!SEALED_RECORDS.has(name)) return value;
-    return this.bodies ? ((await this.bodies.open(value as SealableRecord)) as RecordTypes[N]) : (unsealed(value as SealableRecord) as RecordTypes[N]);
+    return this.bodies ? ((await this.bodies.open(value as SealableRecord, true)) as RecordTypes[N]) : (unsealed(value as SealableRecord) as RecordTypes[N]);
   }
 
   /**
@@ -148,7 +155,7 @@ export class AvroCodec {
     if (writer === undefined) return undefined;
     const value = decodeWith(writer, id, buffer) as RecordTypes[N];
     if (!SEALED_RECORDS.has(name)) return value;
-    return this.bodies ? (this.bodies.openNow(value as SealableRecord) as RecordTypes[N] | undefined) : (unsealed(value as SealableRecord) as RecordTypes[N]);
+    return this.bodies ? (this.bodies.openNow(value as SealableRecord, true) as RecordTypes[N] | undefined) : (unsealed(value as SealableRecord) as RecordTypes[N]);
   }
 
   /**
@@ -176,7 +183,7 @@ export class AvroCodec {
       const { id, writer } = await this.writerOf(buffer);
       const value = read(writer, id, buffer);
       if (!opens) return value;
-      return this.bodies ? ((await this.bodies.open(value as unknown as SealableRecord)) as unknown as Read) : (unsealed(value as unknown as SealableRecord) as unknown as Read);
+      return this.bodies ? ((await this.bodies.open(value as unknown as SealableRecord, true)) as unknown as Read) : (unsealed(value as unknown as SealableRecord) as unknown as Read);
     };
     return Object.assign(later, {
       now: (buffer: Buffer) => {
@@ -185,7 +192,7 @@ export class AvroCodec {
         if (writer === undefined) return undefined;
         const value = read(writer, id, buffer);
         if (!opens) return value;
-        return this.bodies ? (this.bodies.openNow(value as unknown as SealableRecord) as unknown as Read | undefined) : (unsealed(value as unknown as SealableRecord) as unknown as Read);
+        return this.bodies ? (this.bodies.openNow(value as unknown as SealableRecord, true) as unknown as Read | undefined) : (unsealed(value as unknown as SealableRecord) as unknown as Read);
       },
     });
   }
@@ -205,7 +212,6 @@ export class AvroCodec {
   }
 }
 
-/** A record written by a codec without data keys: its body in clear, whatever key a record it came from named. */
 /**
  * The record itself, when its body is in clear. A body sealed under a key (read by a codec without
  * the tenants' data keys) is refused, not passed on: sent or written again as it is, its sealed

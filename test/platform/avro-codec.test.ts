@@ -17,6 +17,13 @@ describe('Avro codec without promises', () => {
     await codec.register({ [topic]: 'DeliveryOutcome' });
     const now = codec.encodeNow(topic, 'DeliveryOutcome', outcome);
     expect(now).toEqual(await codec.encode(topic, 'DeliveryOutcome', outcome));
+    // records of every size, one larger than what the codec writes into first, each as its own bytes
+    const sized = [0, 2_000, 200_000, 10].map((n) => ({ ...outcome, response_body: 'x'.repeat(n) }));
+    const written = sized.map((o) => codec.encodeNow(topic, 'DeliveryOutcome', o)!);
+    for (const [i, o] of sized.entries()) {
+      expect(written[i]).toEqual(await codec.encode(topic, 'DeliveryOutcome', o));
+      expect(codec.decodeNow('DeliveryOutcome', written[i]!)).toEqual(o);
+    }
     // a value that does not fit: no bytes here, the client's error there
     const unfit = { ...outcome, attempt_number: 'two' } as unknown as DeliveryOutcome;
     expect(codec.encodeNow(topic, 'DeliveryOutcome', unfit)).toBeUndefined();
