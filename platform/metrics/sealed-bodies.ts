@@ -1,5 +1,19 @@
 import { Counter } from 'prom-client';
+import { bodySealings } from '../../core/secrets/body-seal';
 import { registry } from './metrics';
+
+/** What the counter below has been given of bodySealings.seconds. */
+let sealingSecondsCounted = 0;
+new Counter({
+  name: 'hookline_body_sealing_seconds_total',
+  help: 'Seconds this process spent sealing webhook bodies for Kafka and opening them (AES-GCM, and finding bodies it sealed or opened lately), on the clock around that synchronous work.',
+  registers: [registry],
+  collect() {
+    const now = bodySealings.seconds;
+    this.inc(now - sealingSecondsCounted);
+    sealingSecondsCounted = now;
+  },
+});
 
 const unopenable = new Counter({
   name: 'hookline_sealed_bodies_unopenable_total',

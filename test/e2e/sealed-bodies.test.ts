@@ -122,6 +122,8 @@ describe('webhook bodies sealed at rest on Kafka', () => {
       expect(String(r.headers['webhook-signature']).split(' ')).toContain(expected);
     }
     expect(String(flakyGot[2]!.headers['webhook-id'])).not.toBe(attempts[0]!.delivery_id);
+    // the time the sealing took is on /metrics
+    expect(await metricOf(svc, 'hookline_body_sealing_seconds_total')).toBeGreaterThan(0);
 
     // ClickHouse keeps the bodies as received (the search reads them), opened by the sink
     const storedBodies = await eventually('every body in ClickHouse', async () => {

@@ -83,7 +83,7 @@ describe('alert rules and dashboard', () => {
   });
 
   it('/metrics of a running service has every metric family of the documentation', () => {
-    for (const name of ['hookline_deliveries_total', 'hookline_delivery_duration_seconds_bucket', 'hookline_ingest_requests_total', 'hookline_consumer_lag', 'hookline_breaker_state', 'hookline_breakers', 'hookline_kafka_produce_duration_seconds_count', 'hookline_kafka_requests_total', 'hookline_sink_rows_total', 'hookline_sink_flush_duration_seconds_sum', 'hookline_evidence_tree_size', 'hookline_evidence_seal_duration_seconds_bucket', 'hookline_sealed_bodies_unopenable_total', 'process_cpu_seconds_total', 'process_resident_memory_bytes', 'nodejs_heap_size_used_bytes']) {
+    for (const name of ['hookline_deliveries_total', 'hookline_delivery_duration_seconds_bucket', 'hookline_ingest_requests_total', 'hookline_consumer_lag', 'hookline_breaker_state', 'hookline_breakers', 'hookline_kafka_produce_duration_seconds_count', 'hookline_kafka_requests_total', 'hookline_sink_rows_total', 'hookline_sink_flush_duration_seconds_sum', 'hookline_evidence_tree_size', 'hookline_evidence_seal_duration_seconds_bucket', 'hookline_sealed_bodies_unopenable_total', 'hookline_body_sealing_seconds_total', 'process_cpu_seconds_total', 'process_resident_memory_bytes', 'nodejs_heap_size_used_bytes']) {
       expect({ name, exposed: exposed.has(name) }).toEqual({ name, exposed: true });
     }
   });

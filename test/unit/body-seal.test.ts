@@ -103,6 +103,24 @@ describe('the sealer the codec uses', () => {
     expect((await sealer.open(other)).body.equals(body)).toBe(true);
   });
 
+  it('clocks every seal and open, a body found among the kept ones included, and nothing for a body in clear', async () => {
+    const keys = new MemoryKeys();
+    const sealer = new BodySealer(keys);
+    let clock = bodySealings.seconds;
+    const sealed = await sealer.seal(event('evt_1'));
+    expect(bodySealings.seconds).toBeGreaterThan(clock);
+    clock = bodySealings.seconds;
+    expect(sealer.openNow(sealed)!.body.equals(body)).toBe(true);
+    expect(bodySealings.seconds).toBeGreaterThan(clock);
+    clock = bodySealings.seconds;
+    expect(new BodySealer(keys).openNow(sealed)!.body.equals(body)).toBe(true);
+    expect(bodySealings.seconds).toBeGreaterThan(clock);
+    clock = bodySealings.seconds;
+    const clear = event('evt_2');
+    expect(sealer.openNow(clear)).toBe(clear);
+    expect(bodySealings.seconds).toBe(clock);
+  });
+
   it('opens a body read again in the same process once, and only from the very same sealed bytes of the same event', async () => {
     const keys = new MemoryKeys();
     const sealer = new BodySealer(keys);
