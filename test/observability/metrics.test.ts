@@ -146,13 +146,15 @@ describe('Prometheus metrics', () => {
     expect(valueOf(before, 'hookline_breaker_state', { destination_id: destinationId })).toBe(0);
     await sendEvent(hookUrl, { n: 1 });
     await sendEvent(hookUrl, { n: 2 });
-    const open = await eventually('breaker open in the metrics', async () => {
+    // the attempt reports its failure to the breaker before the deliver stage counts it: the breaker can show open a moment before the second count
+    const exhausted = { outcome: 'exhausted' };
+    const open = await eventually('breaker open in the metrics, both failed attempts counted', async () => {
       const e = await scrape();
-      return valueOf(e, 'hookline_breaker_state', { destination_id: destinationId }) === 2 ? e : undefined;
+      const counted = valueOf(e, 'hookline_deliveries_total', exhausted) - valueOf(before, 'hookline_deliveries_total', exhausted);
+      return valueOf(e, 'hookline_breaker_state', { destination_id: destinationId }) === 2 && counted >= 2 ? e : undefined;
     });
     expect(valueOf(open, 'hookline_breakers', { state: 'open' })).toBeGreaterThanOrEqual(1);
     // the one attempt each delivery had failed with a 500: retries exhausted, and timed
-    const exhausted = { outcome: 'exhausted' };
     expect(valueOf(open, 'hookline_deliveries_total', exhausted) - valueOf(before, 'hookline_deliveries_total', exhausted)).toBe(2);
     expect(valueOf(open, 'hookline_delivery_duration_seconds_count', exhausted) - valueOf(before, 'hookline_delivery_duration_seconds_count', exhausted)).toBe(2);
     // the next delivery is not attempted: it waits for the breaker
