@@ -62,6 +62,33 @@ describe('kafkajs record encoding (patched)', () => {
 
   // the broker checks every batch's CRC on produce (a wrong one is refused as corrupt), and the
   // consumer reads the records back with the patched decoder
+  it('writes a request as its size, then header and payload, in one buffer: the bytes kafkajs wrote in two', async () => {
+    interface KafkaEncoder {
+      writeInt16(v: number): KafkaEncoder;
+      writeInt32(v: number): KafkaEncoder;
+      writeString(v: string | null): KafkaEncoder;
+      writeBytes(v: Buffer): KafkaEncoder;
+      writeEncoder(e: KafkaEncoder): KafkaEncoder;
+      size(): number;
+      buffer: Buffer;
+    }
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const encodeRequest = require('kafkajs/src/protocol/request') as (r: unknown) => Promise<KafkaEncoder>;
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const Encoder = require('kafkajs/src/protocol/encoder') as new () => KafkaEncoder;
+    for (const clientId of ['encoding-test', 'clïent-ü', null]) {
+      for (const n of [0, 100, 70_000]) {
+        const payload = new Encoder().writeBytes(randomBytes(n));
+        const got = (await encodeRequest({ correlationId: 7, clientId, request: { apiKey: 0, apiVersion: 3, encode: async () => payload } })).buffer;
+        // as kafkajs 2.2.4 composed it: the header and payload, then that behind its size
+        const header = new Encoder().writeInt16(0).writeInt16(3).writeInt32(7).writeString(clientId).writeEncoder(payload);
+        const size = Buffer.alloc(4);
+        size.writeInt32BE(header.size());
+        expect(got.equals(Buffer.concat([size, header.buffer]))).toBe(true);
+      }
+    }
+  });
+
   it('produces batches the broker accepts and that read back exactly as sent', async () => {
     const kafka = createKafka(process.env.KAFKA_BROKERS!.split(','), 'encoding-test');
     const topic = `encoding-${uniqueSuffix()}`;
