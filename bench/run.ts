@@ -32,7 +32,7 @@ import { runThrottle } from './throttle';
 import { backlogRate, produceDeliveryTasks } from './lib/tasks';
 import { BROKER_TYPES, runBrokerDelivery, runTransform, type DestinationBenchCtx } from './destinations';
 import { runAnalytics } from './analytics';
-import { sealingsPerEvent, sealOpenCost } from './sealing';
+import { formatCosts, sealingsPerEvent, sealOpenCost } from './sealing';
 
 // ---------------------------------------------------------------------------------------------
 // settings
@@ -852,9 +852,12 @@ async function scenarioBeforeAfter(ctx: Ctx, before: OtherTree): Promise<void> {
  * end-to-end closed loop, against the service process's CPU per delivered event in the same
  * repetition (as before_after reads it). Beside it, what the same work costs in isolation
  * (bench/sealing.ts): µs per seal and per open of a 1 KiB body times the seals and opens an event
- * takes, which leaves out what a seal costs among everything else the process does.
+ * takes, which leaves out what a seal costs among everything else the process does. And the two
+ * formats side by side by body size, which places the sealer's switch between them.
  */
 async function scenarioSealing(ctx: Ctx): Promise<void> {
+  const formats = formatCosts();
+  for (const f of formats) say(`sealing ${f.bytes} B: XChaCha20-Poly1305 ${f.xchacha_seal_us} us to seal, ${f.xchacha_open_us} to open; AES-256-GCM ${f.gcm_seal_us} and ${f.gcm_open_us}; sealed as format ${f.sealed_as}`);
   const cost = sealOpenCost();
   const counts = await sealingsPerEvent({ infra: ctx.infra, root: ctx.root, rec: ctx.rec, events: 1_000, logLevel: S.logLevel });
   const isolated = counts.seals * cost.sealUs + counts.opens * cost.openUs;
@@ -895,8 +898,8 @@ async function scenarioSealing(ctx: Ctx): Promise<void> {
       ratio: round(share, 4),
       target: 0.03,
       better: 'lower',
-      notes: `The service's sealer took ${v.value} us per event (hookline_body_sealing_seconds_total over the events accepted in a repetition: every seal, open and look-up among the kept bodies, timed around that synchronous work) = ${round(share * 100, 2)}% of the service process's CPU per delivered event (${b.value} us, under the end-to-end closed loop: ${S.concurrency} connections over ${S.flows} flows, ${S.warmupS} s warm-up, ${S.seconds} s counted; medians of ${S.reps}). It leaves out the garbage collection sealing adds. In isolation the same work costs ${round(isolated, 1)} us per event: ${counts.seals} seals x ${cost.sealUs} us + ${counts.opens} opens x ${cost.openUs} us (1 KiB bodies; AES-256-GCM with the day's HKDF subkey of the tenant's data key, through the codec's sealer on this thread, CPU time, median of 5 rounds of 20,000), seals and opens counted over 1,000 webhooks through a service running every stage in the bench process: ingest seals once, every output carries the sealed bytes it was decided from, and the validate -> filter -> route chain, deliver and the sink find the body among the latest the process sealed or opened instead of opening it. Where they run in processes of their own, each opens once: ${round(cost.sealUs + 3 * cost.openUs, 1)} us in isolation. ratio = sealing / CPU per event (median of the repetitions' ratios); target <= 3%.`,
-      details: { per_rep_us: sealing.map((x) => round(x, 1)), per_rep_share: shares.map((x) => round(x, 4)), service_cpu_per_rep: cpu, isolated_us: round(isolated, 1), seal_us: cost.sealUs, open_us: cost.openUs, seals_per_event: counts.seals, opens_per_event: counts.opens, separate_processes_isolated_us: round(cost.sealUs + 3 * cost.openUs, 1) },
+      notes: `The service's sealer took ${v.value} us per event (hookline_body_sealing_seconds_total over the events accepted in a repetition: every seal, open and look-up among the kept bodies, timed around that synchronous work) = ${round(share * 100, 2)}% of the service process's CPU per delivered event (${b.value} us, under the end-to-end closed loop: ${S.concurrency} connections over ${S.flows} flows, ${S.warmupS} s warm-up, ${S.seconds} s counted; medians of ${S.reps}). It leaves out the garbage collection sealing adds. In isolation the same work costs ${round(isolated, 1)} us per event: ${counts.seals} seals x ${cost.sealUs} us + ${counts.opens} opens x ${cost.openUs} us (1 KiB bodies; XChaCha20-Poly1305 (libsodium) with the day's HKDF subkey of the tenant's data key, through the codec's sealer on this thread, CPU time, median of 5 rounds of 20,000), seals and opens counted over 1,000 webhooks through a service running every stage in the bench process: ingest seals once, every output carries the sealed bytes it was decided from, and the validate -> filter -> route chain, deliver and the sink find the body among the latest the process sealed or opened instead of opening it. Where they run in processes of their own, each opens once: ${round(cost.sealUs + 3 * cost.openUs, 1)} us in isolation. By body size (details.formats, sealBody and openBody alone, medians of 5 rounds): ${formats.map((f) => `${f.bytes} B ${f.xchacha_seal_us}/${f.xchacha_open_us} us XChaCha20-Poly1305 against ${f.gcm_seal_us}/${f.gcm_open_us} us AES-256-GCM`).join('; ')} (seal/open); the sealer uses XChaCha20-Poly1305 up to 8 KiB and AES-256-GCM above. ratio = sealing / CPU per event (median of the repetitions' ratios); target <= 3%.`,
+      details: { per_rep_us: sealing.map((x) => round(x, 1)), per_rep_share: shares.map((x) => round(x, 4)), service_cpu_per_rep: cpu, isolated_us: round(isolated, 1), seal_us: cost.sealUs, open_us: cost.openUs, seals_per_event: counts.seals, opens_per_event: counts.opens, separate_processes_isolated_us: round(cost.sealUs + 3 * cost.openUs, 1), formats },
     });
   } finally {
     await p.close().catch(() => undefined);

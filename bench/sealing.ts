@@ -1,7 +1,8 @@
 /**
  * What sealing webhook bodies on Kafka costs one delivered event: µs per seal and per open of a
  * 1 KiB body as the codec runs them (core/secrets/body-seal.ts: the record copied, the body
- * sealed or opened with the day's subkey of the tenant's data key), times the seals and opens one
+ * sealed or opened with the day's subkey of the tenant's data key, XChaCha20-Poly1305 at that
+ * size), times the seals and opens one
  * delivered event takes, counted in a whole service run in this process on the bench's
  * infrastructure (ingest, validate -> filter -> route, deliver, sink). The bench report
  * (bench/run.ts, scenario `sealing`) sets that against the service's CPU per delivered event.
@@ -11,7 +12,7 @@ import path from 'node:path';
 import { loadConfig } from '../core/config';
 import { Logger } from '../core/log';
 import { SCOPES } from '../core/scopes';
-import { BodySealer, bodySealings, type BodyKey, type BodyKeys } from '../core/secrets/body-seal';
+import { BodySealer, bodySealings, openBody, sealBody, XCHACHA_MAX_BYTES, type BodyKey, type BodyKeys } from '../core/secrets/body-seal';
 import { ensureTenant, issueApiKey } from '../platform/config-store/tenants';
 import { startService } from '../service/service';
 import { taggedBody } from './lib/load';
@@ -27,7 +28,7 @@ export function sealOpenCost(bytes = 1024, runs = 20_000, reps = 5): { sealUs: n
   const key: BodyKey = { id: 'dk_bench', key: Buffer.alloc(32, 7) };
   const keys: BodyKeys = { current: () => key, ensure: async () => key, byId: () => key, find: async () => key };
   const sealer = new BodySealer(keys);
-  // another process's sealer: it has not seen these bodies, so each open runs AES-GCM
+  // another process's sealer: it has not seen these bodies, so each open runs the cipher
   const opener = new BodySealer(keys);
   const record = (i: number) => ({ event_id: `evt_${i}`, tenant_id: 'tenant-bench', received_at: Date.now(), body: Buffer.alloc(bytes, 0x61), body_key: null });
   const seal: number[] = [];
@@ -47,6 +48,56 @@ export function sealOpenCost(bytes = 1024, runs = 20_000, reps = 5): { sealUs: n
     open.push((c2.user + c2.system - sealCpu) / runs);
   }
   return { sealUs: round(median(seal), 2), openUs: round(median(open), 2) };
+}
+
+/** CPU µs per seal and per open of one body of each size in each format, XChaCha20-Poly1305 (2) and AES-256-GCM (1). */
+export interface FormatCost {
+  bytes: number;
+  xchacha_seal_us: number;
+  xchacha_open_us: number;
+  gcm_seal_us: number;
+  gcm_open_us: number;
+  /** The format the sealer picks at this size. */
+  sealed_as: 1 | 2;
+}
+
+/**
+ * Both formats side by side on bodies of 1 to 64 KiB, through sealBody and openBody alone (no
+ * sealer, no kept bodies): where AES-GCM's cipher context stops costing more than ChaCha20's
+ * slower stream, which is where the sealer switches (XCHACHA_MAX_BYTES). Medians of `reps` rounds.
+ */
+export function formatCosts(sizes = [1024, 4096, 8192, 16384, 65536], reps = 5): FormatCost[] {
+  const key: BodyKey = { id: 'dk_bench', key: Buffer.alloc(32, 7) };
+  const place = { tenant_id: 'tenant-bench', event_id: 'evt_bench', received_at: Date.now() };
+  const cpu = (f: () => void, runs: number) => {
+    const c0 = process.cpuUsage();
+    f();
+    const c = process.cpuUsage(c0);
+    return (c.user + c.system) / runs;
+  };
+  return sizes.map((bytes) => {
+    const runs = Math.max(500, Math.round(8_000_000 / bytes));
+    const body = Buffer.alloc(bytes, 0x61);
+    const figures = ([2, 1] as const).map((format) => {
+      const seal: number[] = [];
+      const open: number[] = [];
+      for (let rep = 0; rep <= reps; rep++) {
+        let sealed: Buffer[] = [];
+        const s = cpu(() => {
+          sealed = Array.from({ length: runs }, () => sealBody(key, place, body, format));
+        }, runs);
+        const o = cpu(() => {
+          for (const x of sealed) openBody(key, place, x);
+        }, runs);
+        // the first round warms the JIT and is not counted
+        if (rep === 0) continue;
+        seal.push(s);
+        open.push(o);
+      }
+      return { seal: round(median(seal), 2), open: round(median(open), 2) };
+    });
+    return { bytes, xchacha_seal_us: figures[0]!.seal, xchacha_open_us: figures[0]!.open, gcm_seal_us: figures[1]!.seal, gcm_open_us: figures[1]!.open, sealed_as: bytes <= XCHACHA_MAX_BYTES ? 2 : 1 };
+  });
 }
 
 /**

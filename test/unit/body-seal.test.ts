@@ -1,8 +1,12 @@
-import { randomBytes } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import { Type } from 'avsc';
-import { BodySealer, bodySealings, openBody, sealBody, UnopenableBodyError, type BodyKey, type BodyKeys } from '../../core/secrets/body-seal';
+import { BodySealer, bodySealings, openBody, sealBody, UnopenableBodyError, XCHACHA_MAX_BYTES, type BodyKey, type BodyKeys } from '../../core/secrets/body-seal';
 import { AvroCodec, readSchema } from '../../platform/avro/codec';
 import type { DeliveryTask, WebhookEvent } from '../../platform/avro/records';
+
+// the independent AEADs: @noble/ciphers is an ES module, which jest compiles to CommonJS (jest.config.js)
+const { gcm } = require('@noble/ciphers/aes.js') as typeof import('@noble/ciphers/aes.js', { with: { 'resolution-mode': 'import' } });
+const { xchacha20poly1305 } = require('@noble/ciphers/chacha.js') as typeof import('@noble/ciphers/chacha.js', { with: { 'resolution-mode': 'import' } });
 
 const DAY = 86_400_000;
 const keyOf = (id: string): BodyKey => ({ id, key: randomBytes(32) });
@@ -37,16 +41,45 @@ class MemoryKeys implements BodyKeys {
 describe('sealing a body', () => {
   const key = keyOf('dk_1');
 
-  it('seals as format byte | IV | ciphertext | tag, with a fresh IV each time, and opens where it was sealed', () => {
-    const sealed = sealBody(key, place, body);
-    expect(sealed[0]).toBe(1);
-    expect(sealed.length).toBe(1 + 12 + body.length + 16);
-    expect(sealed.includes(Buffer.from('ord_8f3a'))).toBe(false);
-    expect(sealBody(key, place, body).subarray(1, 13).equals(sealed.subarray(1, 13))).toBe(false);
-    expect(openBody(key, place, sealed).equals(body)).toBe(true);
+  /** HKDF-SHA256 with an empty salt and a 32-byte output (RFC 5869), written out: one extract, one expand block. */
+  const subkey = (k: Buffer, format: number, day: number) => {
+    const prk = createHmac('sha256', Buffer.alloc(32)).update(k).digest();
+    return createHmac('sha256', prk).update(`hookline body v${format} day ${day}`).update(Buffer.from([1])).digest();
+  };
+  const aad = (format: number) => Buffer.from(JSON.stringify([format, key.id, place.tenant_id, place.event_id]));
+  const day = Math.floor(place.received_at / DAY);
+
+  it('seals bodies up to 8 KiB as format 2 | nonce | ciphertext | tag (XChaCha20-Poly1305), which an independent implementation opens', () => {
+    for (const b of [body, Buffer.alloc(0), randomBytes(XCHACHA_MAX_BYTES)]) {
+      const sealed = sealBody(key, place, b);
+      expect(sealed[0]).toBe(2);
+      expect(sealed.length).toBe(1 + 24 + b.length + 16);
+      const independent = xchacha20poly1305(subkey(key.key, 2, day), sealed.subarray(1, 25), aad(2)).decrypt(sealed.subarray(25));
+      expect(Buffer.from(independent).equals(b)).toBe(true);
+      expect(openBody(key, place, sealed).equals(b)).toBe(true);
+    }
+    expect(sealBody(key, place, body).includes(Buffer.from('ord_8f3a'))).toBe(false);
+    expect(sealBody(key, place, body).subarray(1, 25).equals(sealBody(key, place, body).subarray(1, 25))).toBe(false);
     // the same UTC day of receipt: the same subkey
-    expect(openBody(key, { ...place, received_at: place.received_at + 1_000 }, sealed).equals(body)).toBe(true);
-    expect(openBody(key, place, sealBody(key, place, Buffer.alloc(0))).length).toBe(0);
+    expect(openBody(key, { ...place, received_at: place.received_at + 1_000 }, sealBody(key, place, body)).equals(body)).toBe(true);
+    // and what the independent implementation seals opens here
+    const nonce = randomBytes(24);
+    const theirs = Buffer.concat([Buffer.from([2]), nonce, xchacha20poly1305(subkey(key.key, 2, day), nonce, aad(2)).encrypt(body)]);
+    expect(openBody(key, place, theirs).equals(body)).toBe(true);
+  });
+
+  it('seals larger bodies as format 1 | IV | ciphertext | tag (AES-256-GCM), which an independent implementation opens, and opens format 1 of any size', () => {
+    const large = randomBytes(XCHACHA_MAX_BYTES + 1);
+    const sealed = sealBody(key, place, large);
+    expect(sealed[0]).toBe(1);
+    expect(sealed.length).toBe(1 + 12 + large.length + 16);
+    expect(Buffer.from(gcm(subkey(key.key, 1, day), sealed.subarray(1, 13), aad(1)).decrypt(sealed.subarray(13))).equals(large)).toBe(true);
+    expect(openBody(key, place, sealed).equals(large)).toBe(true);
+    // small bodies sealed in format 1 (every body before format 2) still open
+    const iv = randomBytes(12);
+    const old = Buffer.concat([Buffer.from([1]), iv, gcm(subkey(key.key, 1, day), iv, aad(1)).encrypt(body)]);
+    expect(openBody(key, place, old).equals(body)).toBe(true);
+    expect(openBody(key, place, sealBody(key, place, body, 1)).equals(body)).toBe(true);
   });
 
   it.each([
@@ -60,15 +93,26 @@ describe('sealing a body', () => {
     expect(() => openBody(k, p, sealed)).toThrow(UnopenableBodyError);
   });
 
-  it('does not open once any byte is altered, or truncated, or in another format', () => {
-    const sealed = sealBody(key, place, body);
-    for (let i = 1; i < sealed.length; i++) {
+  it.each([
+    ['format 2', body],
+    ['format 1', randomBytes(XCHACHA_MAX_BYTES + 100)],
+  ])('does not open in %s once any byte is altered, or truncated, or in another format', (_format, b) => {
+    const sealed = sealBody(key, place, b);
+    const nonce = sealed[0] === 2 ? 24 : 12;
+    // every byte of the header and tag, and a spread of the ciphertext's
+    const step = Math.max(1, Math.floor(b.length / 64));
+    for (let i = 1; i < sealed.length; i += i <= nonce || i >= sealed.length - 16 ? 1 : step) {
       const altered = Buffer.from(sealed);
       altered[i]! ^= 0x01;
       expect(() => openBody(key, place, altered)).toThrow(UnopenableBodyError);
     }
-    expect(() => openBody(key, place, Buffer.concat([Buffer.from([2]), sealed.subarray(1)]))).toThrow(/format 2/);
+    // the other format's reading of the same bytes does not open either
+    const swapped = Buffer.from(sealed);
+    swapped[0] = sealed[0] === 2 ? 1 : 2;
+    expect(() => openBody(key, place, swapped)).toThrow(UnopenableBodyError);
+    expect(() => openBody(key, place, Buffer.concat([Buffer.from([3]), sealed.subarray(1)]))).toThrow(/format 3/);
     expect(() => openBody(key, place, sealed.subarray(0, 20))).toThrow(/truncated/);
+    expect(() => openBody(key, place, Buffer.alloc(0))).toThrow(/truncated/);
   });
 });
 
