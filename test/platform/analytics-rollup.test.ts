@@ -1,5 +1,5 @@
 import type { ClickHouseClient } from '@clickhouse/client';
-import { deliveryAnalytics, type AnalyticsBucket, type AnalyticsGroupBy, type AnalyticsQuery } from '../../platform/clickhouse/analytics';
+import { ANALYTICS_GROUP_BY, deliveryAnalytics, MAX_GROUPS, type AnalyticsBucket, type AnalyticsGroupBy, type AnalyticsQuery } from '../../platform/clickhouse/analytics';
 import { rollUpAnalytics } from '../../platform/clickhouse/analytics-rollup';
 import { startTestService, type TestService } from '../support/service';
 import { uniqueSuffix } from '../support/ids';
@@ -9,13 +9,15 @@ import { uniqueSuffix } from '../support/ids';
  * embedded ClickHouse: hour and day answers from the views equal the answers computed from the
  * attempts once rolled up, and not before; a second rollup adds nothing; attempts stored within
  * the lag wait for a later one; a step cut short is done again without counting anything twice;
- * tenants being erased are left out.
+ * tenants being erased are left out; every group_by, with every filter and with more groups than
+ * an answer lists, answers from the views as from the attempts.
  */
 describe('the analytics rollup', () => {
   let svc: TestService;
   let db: string;
   const tenantA = `tenant-ra-${uniqueSuffix()}`;
   const tenantB = `tenant-rb-${uniqueSuffix()}`;
+  const tenantC = `tenant-rc-${uniqueSuffix()}`;
   const HOUR = 3_600_000;
 
   beforeAll(async () => {
@@ -122,5 +124,44 @@ describe('the analytics rollup', () => {
     await rollUpAnalytics(svc.clickhouse, db, { lagMs: 0, skipped: [tenantB] });
     expect((await answers(svc.clickhouse, tenantB)).map((a) => a.attempts)).toEqual([0, 0, 0, 0, 0, 0]);
     expect((await answers(svc.clickhouse, tenantA))[0]!.attempts).toBe(810);
+  });
+  it('answers every group_by from the views as from the attempts, filtered, limited to a key\'s destinations, and with more groups than it lists', async () => {
+    // 60 destinations (more than MAX_GROUPS), 5 types, 3 ingesters, codes 200, 404 and 503
+    const n = 3_000;
+    const end = Date.now();
+    await svc.clickhouse.command({
+      query: `INSERT INTO ${db}.deliveries (tenant_id, delivery_id, attempt_number, event_id, destination_id, correlation_id, status, response_code, attempted_at, duration_ms, error_message, body_sha256, next_attempt_at, event_type, ingester_id, received_at)
+              SELECT {tenant:String}, concat('dlv_', toString(number)), 1, concat('evt_', toString(number)), concat('dst_', toString(number % 60)), 'cor',
+                     multiIf(number % 10 = 0, 'retrying', number % 7 = 0, 'failed', 'delivered'), multiIf(number % 10 = 0, 503, number % 7 = 0, 404, 200),
+                     fromUnixTimestamp64Milli(toInt64({end:Int64} - intDiv(number * ${2 * HOUR}, {n:UInt64})), 'UTC') AS at, toUInt32(5 + number % 300),
+                     if(number % 10 = 0 OR number % 7 = 0, concat('HTTP ', toString(number % 3)), NULL), 'ab', NULL, concat('type.', toString(number % 5)), concat('ing_', toString(number % 3)), at - toIntervalMillisecond(40 + number % 90)
+              FROM numbers({n:UInt64})`,
+      query_params: { tenant: tenantC, end, n },
+    });
+    await rollUpAnalytics(svc.clickhouse, db, { lagMs: 0 });
+    const filters: Pick<AnalyticsQuery, 'destinationId' | 'eventType' | 'destinationIds'>[] = [
+      { destinationId: null, eventType: null, destinationIds: null },
+      { destinationId: 'dst_7', eventType: null, destinationIds: null },
+      { destinationId: null, eventType: 'type.2', destinationIds: null },
+      { destinationId: null, eventType: null, destinationIds: ['dst_1', 'dst_2', 'dst_3'] },
+      { destinationId: 'dst_2', eventType: 'type.2', destinationIds: ['dst_1', 'dst_2'] },
+    ];
+    let folded = 0;
+    for (const bucket of ['hour', 'day'] as const) {
+      for (const groupBy of [null, ...ANALYTICS_GROUP_BY]) {
+        for (const f of filters) {
+          const q = { ...query(tenantC, bucket, groupBy), ...f };
+          const view = await deliveryAnalytics(svc.clickhouse, db, q);
+          expect({ bucket, groupBy, ...f, answer: view }).toEqual({ bucket, groupBy, ...f, answer: await deliveryAnalytics(svc.clickhouse, db, q, 'raw') });
+          if (view.groups?.some((g) => g.other)) folded++;
+        }
+      }
+    }
+    // the unfiltered answers by destination, in both buckets, list MAX_GROUPS and fold the rest
+    expect(folded).toBe(2);
+    const byDestination = await deliveryAnalytics(svc.clickhouse, db, query(tenantC, 'day', 'destination'));
+    expect(byDestination.groupsTotal).toBe(60);
+    expect(byDestination.groups!.filter((g) => !g.other)).toHaveLength(MAX_GROUPS);
+    expect(byDestination.totals.attempts).toBe(n);
   });
 });
