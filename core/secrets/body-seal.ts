@@ -14,8 +14,8 @@ import sodium from 'sodium-native';
  *   hardware AES outruns ChaCha20 by more than the context costs. Format 1 is also every body
  *   sealed before format 2 existed, and still opens.
  * The cipher key is not the data key itself but a subkey derived from it per format and UTC day of
- * the record's `received_at` (HKDF): random 96-bit IVs stay safe for 2^32 seals per key, and a
- * day's subkey sees one tenant's day of events. The additional data binds the format, the tenant,
+ * the record's `received_at` (HKDF): format 1's random 96-bit IVs stay safe for 2^32 seals per key,
+ * and a day's subkey sees one tenant's day of events. The additional data binds the format, the tenant,
  * the event and the key id: a sealed body moved to another event, tenant or key does not open.
  */
 const GCM = 1;
@@ -63,8 +63,8 @@ export interface BodyKeys {
 }
 
 /**
- * Bodies sealed and opened by this process (AES-GCM runs, not counting bodies written again with
- * their sealed bytes), and the seconds its sealers took: every seal, open and look-up among the
+ * Bodies sealed and opened by this process (cipher runs, not counting bodies written again with
+ * their sealed bytes or found among the kept ones), and the seconds its sealers took: every seal, open and look-up among the
  * kept bodies, timed on the clock (the work is synchronous, so it is CPU time but for the rare
  * preemption). The metric `hookline_body_sealing_seconds_total` and the bench read them.
  */
@@ -91,8 +91,7 @@ interface DaySubkeys {
 const subkeys = new WeakMap<Buffer, Map<number, DaySubkeys>>();
 const KEPT_DAYS = 4;
 
-function daySubkeys(key: Buffer, receivedAt: number): { day: number; subs: DaySubkeys } {
-  const day = Math.floor(receivedAt / DAY_MS);
+function daySubkeys(key: Buffer, day: number): DaySubkeys {
   let days = subkeys.get(key);
   if (!days) subkeys.set(key, (days = new Map()));
   let subs = days.get(day);
@@ -100,7 +99,7 @@ function daySubkeys(key: Buffer, receivedAt: number): { day: number; subs: DaySu
     if (days.size >= KEPT_DAYS) days.delete(days.keys().next().value!);
     days.set(day, (subs = {}));
   }
-  return { day, subs };
+  return subs;
 }
 
 function derive(key: Buffer, format: number, day: number): Buffer {
@@ -108,13 +107,13 @@ function derive(key: Buffer, format: number, day: number): Buffer {
 }
 
 function gcmSubkey(key: Buffer, receivedAt: number): KeyObject {
-  const { day, subs } = daySubkeys(key, receivedAt);
-  return (subs.gcm ??= createSecretKey(derive(key, GCM, day)));
+  const day = dayOf(receivedAt);
+  return (daySubkeys(key, day).gcm ??= createSecretKey(derive(key, GCM, day)));
 }
 
 function xchachaSubkey(key: Buffer, receivedAt: number): Buffer {
-  const { day, subs } = daySubkeys(key, receivedAt);
-  return (subs.xchacha ??= derive(key, XCHACHA, day));
+  const day = dayOf(receivedAt);
+  return (daySubkeys(key, day).xchacha ??= derive(key, XCHACHA, day));
 }
 
 /** Random bytes drawn 4 KiB at a time: one generator call per 170 to 341 seals instead of one per seal. */

@@ -253,6 +253,26 @@ const VIEW_SUMS =
   'sum(delivered) AS delivered, sum(retrying) AS retrying, sum(failed) AS failed, sum(dropped) AS dropped, sumMap(latency) AS latency, min(latency_min) AS latency_min, max(latency_max) AS latency_max, sumMap(end_to_end) AS end_to_end, min(end_to_end_min) AS end_to_end_min, max(end_to_end_max) AS end_to_end_max';
 const VIEW_COLUMNS = 'delivered, retrying, failed, dropped, latency, latency_min, latency_max, end_to_end, end_to_end_min, end_to_end_max';
 
+/** The figures query's columns (CELL_COLUMNS) from rows of view sums: each histogram as its quantiles' buckets. */
+const quantileBucketsOf = (rows: string): string =>
+  `SELECT start_s, other, g, level, delivered, retrying, failed, dropped,
+          if(empty(latency), [], ${histogramBucketsSql('latency')}) AS latency_b, latency_min, latency_max,
+          if(empty(end_to_end), [], ${histogramBucketsSql('end_to_end')}) AS end_to_end_b, end_to_end_min, end_to_end_max
+   FROM (${rows})`;
+
+/** A row's group (`raw`), whether it folds into `other` (not among `top`), and its key `g` ('' when folded). */
+const foldedSql = (group: string, top: string[] | null): string => `${group} AS raw, ${top ? 'NOT has({top:Array(String)}, raw)' : '0'} AS other, if(other, '', raw) AS g`;
+
+/**
+ * The GROUPING SETS of the one-scan forms, each prefixed with `by` (a column whose rows are kept
+ * apart), and each row's level from the columns left out of its set. Ungrouped, `other` and `g`
+ * are constants: the first set is per bucket, the second the total.
+ */
+const groupingSetsSql = (q: AnalyticsQuery, by = ''): { sets: string; level: string } => ({
+  sets: q.groupBy ? `(${by}start_s, other, g), (${by}other, g), (${by}start_s), (${by.slice(0, -2)})` : '(start_s, other, g), (other, g)',
+  level: `grouping(start_s, other, g) + ${q.groupBy ? 0 : NO_GROUP}`,
+});
+
 /**
  * The figures per bucket (and group) from the views, and every level of totals, in one query of a
  * few parts: rows one per bucket and group are read merged (FINAL) and passed through, rows that
@@ -282,10 +302,7 @@ function viewSql(database: string, q: AnalyticsQuery, top: string[] | null): Sql
     } else parts.push(cells(q, group, 0), `SELECT 0 AS start_s, 0 AS other, ${group} AS g, ${NO_BUCKET} AS level, ${VIEW_SUMS} FROM ${rows} GROUP BY g`);
   }
   return {
-    query: `SELECT start_s, other, g, level, delivered, retrying, failed, dropped,
-                   if(empty(latency), [], ${histogramBucketsSql('latency')}) AS latency_b, latency_min, latency_max,
-                   if(empty(end_to_end), [], ${histogramBucketsSql('end_to_end')}) AS end_to_end_b, end_to_end_min, end_to_end_max
-            FROM (${parts.join('\nUNION ALL ')})`,
+    query: quantileBucketsOf(parts.join('\nUNION ALL ')),
     query_params: { ...f.params, ...(top ? { top } : {}) },
   };
 }
@@ -303,22 +320,15 @@ function daySql(database: string, q: AnalyticsQuery, top: string[] | null): Sql 
   const ungroupedBy = keyedByOf({ ...q, groupBy: null }).name;
   const groupedBy = q.groupBy ? keyedByOf(q).name : ungroupedBy;
   const both = groupedBy !== ungroupedBy;
-  const group = q.groupBy ? GROUP_EXPR[q.groupBy] : "''";
-  const k = both ? 'keyed_by, ' : '';
-  // ungrouped, `other` and `g` are constants: the first set is per bucket, the second the total
-  const sets = q.groupBy ? `(${k}start_s, other, g), (${k}other, g), (${k}start_s), (${k.slice(0, -2)})` : '(start_s, other, g), (other, g)';
-  const level = `grouping(start_s, other, g) + ${q.groupBy ? 0 : NO_GROUP}`;
+  const by = both ? 'keyed_by, ' : '';
+  const { sets, level } = groupingSetsSql(q, by);
+  const rows = `SELECT start_s, other, g, ${level} AS level, ${by}${VIEW_SUMS}
+                FROM (SELECT keyed_by, toUnixTimestamp(day) AS start_s, response_code AS code, ${foldedSql(q.groupBy ? GROUP_EXPR[q.groupBy] : "''", top)}, ${VIEW_COLUMNS}
+                      FROM ${database}.delivery_days
+                      WHERE tenant_id = {tenant:String} AND keyed_by IN ('${ungroupedBy}', '${groupedBy}') AND day >= toDateTime({from:Int64}, 'UTC') AND day < toDateTime({to:Int64}, 'UTC') ${f.sql})
+                GROUP BY GROUPING SETS (${sets})`;
   return {
-    query: `SELECT start_s, other, g, level, delivered, retrying, failed, dropped,
-                   if(empty(latency), [], ${histogramBucketsSql('latency')}) AS latency_b, latency_min, latency_max,
-                   if(empty(end_to_end), [], ${histogramBucketsSql('end_to_end')}) AS end_to_end_b, end_to_end_min, end_to_end_max
-            FROM (SELECT start_s, other, g, ${level} AS level, ${both ? 'keyed_by, ' : ''}${VIEW_SUMS}
-                  FROM (SELECT keyed_by, toUnixTimestamp(day) AS start_s, response_code AS code, ${group} AS raw, ${top ? 'NOT has({top:Array(String)}, raw)' : '0'} AS other, if(other, '', raw) AS g,
-                               ${VIEW_COLUMNS}
-                        FROM ${database}.delivery_days
-                        WHERE tenant_id = {tenant:String} AND keyed_by IN ('${ungroupedBy}', '${groupedBy}') AND day >= toDateTime({from:Int64}, 'UTC') AND day < toDateTime({to:Int64}, 'UTC') ${f.sql})
-                  GROUP BY GROUPING SETS (${sets}))
-            ${both ? `WHERE (level IN (${NO_GROUP}, ${TOTAL})) = (keyed_by = '${ungroupedBy}')` : ''}`,
+    query: `${quantileBucketsOf(rows)} ${both ? `WHERE (level IN (${NO_GROUP}, ${TOTAL})) = (keyed_by = '${ungroupedBy}')` : ''}`,
     query_params: { ...f.params, ...(top ? { top } : {}) },
   };
 }
@@ -330,16 +340,14 @@ function daySql(database: string, q: AnalyticsQuery, top: string[] | null): Sql 
  * the attempts' (quantileExact over bucket numbers), so the figures equal the views'.
  */
 function rawSql(database: string, q: AnalyticsQuery, top: string[] | null): Sql {
-  const group = q.groupBy ? GROUP_EXPR[q.groupBy] : "''";
-  // ungrouped, `other` and `g` are constants: the first set is per bucket, the second the total
-  const sets = q.groupBy ? '(start_s, other, g), (other, g), (start_s), ()' : '(start_s, other, g), (other, g)';
+  const { sets, level } = groupingSetsSql(q);
   const quantiles = (bucket: string, cond: string) => `if(countIf(${cond}) = 0, [], quantilesExactIf(${QUANTILES.join(', ')})(${bucket}, ${cond}))`;
   return {
-    query: `SELECT start_s, other, g, grouping(start_s, other, g) + ${q.groupBy ? 0 : NO_GROUP} AS level,
+    query: `SELECT start_s, other, g, ${level} AS level,
                    countIf(status = 'delivered') AS delivered, countIf(status = 'retrying') AS retrying, countIf(status = 'failed') AS failed, countIf(status = 'dropped') AS dropped,
                    ${quantiles(latencyBucketSql('duration_ms'), 'sent')} AS latency_b, minIf(duration_ms, sent) AS latency_min, maxIf(duration_ms, sent) AS latency_max,
                    ${quantiles(latencyBucketSql('e2e'), 'e2e_known')} AS end_to_end_b, minIf(e2e, e2e_known) AS end_to_end_min, maxIf(e2e, e2e_known) AS end_to_end_max
-            FROM (SELECT ${group} AS raw, ${top ? 'NOT has({top:Array(String)}, raw)' : '0'} AS other, if(other, '', raw) AS g, * FROM ${rowsSql(database, q, 'raw')})
+            FROM (SELECT ${foldedSql(q.groupBy ? GROUP_EXPR[q.groupBy] : "''", top)}, * FROM ${rowsSql(database, q, 'raw')})
             GROUP BY GROUPING SETS (${sets})`,
     query_params: { ...filtersSql(q).params, ...(top ? { top } : {}) },
   };

@@ -6,7 +6,7 @@ import { registry } from './metrics';
 let sealingSecondsCounted = 0;
 new Counter({
   name: 'hookline_body_sealing_seconds_total',
-  help: 'Seconds this process spent sealing webhook bodies for Kafka and opening them (AES-GCM, and finding bodies it sealed or opened lately), on the clock around that synchronous work.',
+  help: 'Seconds this process spent sealing webhook bodies for Kafka and opening them (XChaCha20-Poly1305 or AES-GCM, and finding bodies it sealed or opened lately), on the clock around that synchronous work.',
   registers: [registry],
   collect() {
     const now = bodySealings.seconds;
