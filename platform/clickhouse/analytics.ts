@@ -119,7 +119,7 @@ const enum Col {
   end_to_end_min,
   end_to_end_max,
 }
-type CellRow = unknown[];
+export type CellRow = unknown[];
 const CELL_COLUMNS = 'start_s, other, g, level, delivered, retrying, failed, dropped, latency_b, latency_min, latency_max, end_to_end_b, end_to_end_min, end_to_end_max';
 
 const EMPTY_QUANTILES: Quantiles = { p50: null, p95: null, p99: null };
@@ -134,23 +134,40 @@ function quantilesOf(buckets: unknown, min: unknown, max: unknown): Quantiles {
 }
 
 export function figuresOf(n: { delivered: number; retrying: number; failed: number; dropped: number }, latency?: Quantiles, endToEnd?: Quantiles): Figures {
-  const sent = n.delivered + n.retrying + n.failed;
+  return figures(n.delivered, n.retrying, n.failed, n.dropped, latency ?? EMPTY_QUANTILES, endToEnd ?? EMPTY_QUANTILES);
+}
+
+/** Figures as one literal of a fixed shape: an answer makes tens of thousands of them. */
+function figures(delivered: number, retrying: number, failed: number, dropped: number, latency: Quantiles, endToEnd: Quantiles): Figures {
+  const sent = delivered + retrying + failed;
   return {
-    attempts: sent + n.dropped,
-    ...n,
-    success_rate: sent === 0 ? null : n.delivered / sent,
-    attempts_per_delivered: n.delivered === 0 ? null : sent / n.delivered,
-    attempt_latency_ms: latency ?? EMPTY_QUANTILES,
-    end_to_end_latency_ms: endToEnd ?? EMPTY_QUANTILES,
+    attempts: sent + dropped,
+    delivered,
+    retrying,
+    failed,
+    dropped,
+    success_rate: sent === 0 ? null : delivered / sent,
+    attempts_per_delivered: delivered === 0 ? null : sent / delivered,
+    attempt_latency_ms: latency,
+    end_to_end_latency_ms: endToEnd,
   };
 }
 
+/** A bucket's figures: the same fields, then its start. */
+type BucketFigures = Figures & { startMs: number };
+const bucketFigures = (startMs: number, f: Figures): BucketFigures => Object.assign(f, { startMs });
+
 const figuresOfRow = (r: CellRow): Figures =>
-  figuresOf(
-    { delivered: Number(r[Col.delivered]), retrying: Number(r[Col.retrying]), failed: Number(r[Col.failed]), dropped: Number(r[Col.dropped]) },
+  figures(
+    Number(r[Col.delivered]),
+    Number(r[Col.retrying]),
+    Number(r[Col.failed]),
+    Number(r[Col.dropped]),
     quantilesOf(r[Col.latency_b], r[Col.latency_min], r[Col.latency_max]),
     quantilesOf(r[Col.end_to_end_b], r[Col.end_to_end_min], r[Col.end_to_end_max]),
   );
+
+const bucketFiguresOfRow = (r: CellRow): BucketFigures => bucketFigures(Number(r[Col.start_s]) * 1000, figuresOfRow(r));
 
 /** The view each bucket reads (migration 013), and its time column; minute buckets read the attempts. */
 const VIEW_OF: Record<'hour' | 'day', { table: string; column: string }> = {
@@ -393,54 +410,88 @@ async function cellRowsOf(clickhouse: ClickHouseClient, sql: Sql): Promise<CellR
   return data;
 }
 
+/**
+ * (tenant, group_by) pairs whose last answer had more than MAX_GROUPS groups: their next answer
+ * lists the groups first. A hint, not data: when it is wrong an answer costs a query more, and
+ * the oldest entries go past MAX_FOLDING_HINTS.
+ */
+const foldedLastTime = new Set<string>();
+const MAX_FOLDING_HINTS = 10_000;
+
+function hintFolding(key: string, folded: boolean): void {
+  foldedLastTime.delete(key);
+  if (!folded) return;
+  foldedLastTime.add(key);
+  if (foldedLastTime.size > MAX_FOLDING_HINTS) foldedLastTime.delete(foldedLastTime.values().next().value!);
+}
+
 /** A tenant's delivery analytics over [from, to): see docs/analytics.md for each figure. */
 export async function deliveryAnalytics(clickhouse: ClickHouseClient, database: string, q: AnalyticsQuery, source: 'view' | 'raw' = 'view'): Promise<AnalyticsAnswer> {
-  const figures = async () => {
-    // the groups first: when there are at most MAX_GROUPS, nothing folds and the answer needs no list
-    let groupsTotal: number | null = null;
-    let top: string[] | null = null;
-    if (q.groupBy) {
-      const biggest = await rowsOf<{ g: string; total: string | number }>(clickhouse, topGroupsSql(database, { ...q, groupBy: q.groupBy }, source));
-      groupsTotal = Number(biggest[0]?.total ?? 0);
-      if (groupsTotal > MAX_GROUPS) top = biggest.map((b) => b.g);
+  const figures = async (): Promise<{ groupsTotal: number | null; cells: CellRow[] }> => {
+    if (!q.groupBy) return { groupsTotal: null, cells: await cellRowsOf(clickhouse, analyticsSql(database, q, null, source)) };
+    const hint = `${q.tenant}\u0000${q.groupBy}`;
+    if (!foldedLastTime.has(hint)) {
+      // most answers have at most MAX_GROUPS groups, and then nothing folds: the figures are asked
+      // for unfolded, their per-group totals counting the groups, and bounded to the rows such an
+      // answer has, so that an answer with many more groups costs no more than one of MAX_GROUPS
+      const buckets = Math.ceil((q.toMs - q.fromMs) / (BUCKET_SECONDS[q.bucket] * 1000));
+      const bound = MAX_GROUPS * buckets + MAX_GROUPS + buckets + 1;
+      const sql = analyticsSql(database, q, null, source);
+      // every form of the figures query is one SELECT, whose rows the LIMIT bounds (wrapped in a
+      // SELECT * of its own, the query measured 10 ms slower)
+      const cells = await cellRowsOf(clickhouse, { ...sql, query: `${sql.query}\nLIMIT ${bound + 1}` });
+      let groups = 0;
+      for (const r of cells) if (Number(r[Col.level]) === NO_BUCKET) groups++;
+      if (cells.length <= bound && groups <= MAX_GROUPS) return { groupsTotal: groups, cells };
     }
+    // more than MAX_GROUPS: the biggest are listed by key and the rest fold into `other`
+    const biggest = await rowsOf<{ g: string; total: string | number }>(clickhouse, topGroupsSql(database, { ...q, groupBy: q.groupBy }, source));
+    const groupsTotal = Number(biggest[0]?.total ?? 0);
+    hintFolding(hint, groupsTotal > MAX_GROUPS);
+    const top = groupsTotal > MAX_GROUPS ? biggest.map((b) => b.g) : null;
     return { groupsTotal, cells: await cellRowsOf(clickhouse, analyticsSql(database, q, top, source)) };
   };
   const [{ groupsTotal, cells }, errors] = await Promise.all([figures(), rowsOf<{ message: string; attempts: string | number }>(clickhouse, topErrorsSql(database, q))]);
+  return answerOf(q, groupsTotal, cells, errors);
+}
+
+/** An answer from the figures query's rows (CellRow, CELL_COLUMNS) and the top errors' rows. */
+export function answerOf(q: AnalyticsQuery, groupsTotal: number | null, cells: CellRow[], errors: { message: string; attempts: string | number }[]): AnalyticsAnswer {
   const width = BUCKET_SECONDS[q.bucket] * 1000;
-  const starts: number[] = [];
-  for (let at = q.fromMs; at < q.toMs; at += width) starts.push(at);
   const empty = figuresOf({ delivered: 0, retrying: 0, failed: 0, dropped: 0 });
 
+  type Group = { key: string | null; other: boolean; totals: Figures; buckets: BucketFigures[] };
   let totals = empty;
-  const perBucket = new Map<number, Figures>();
-  const groups = new Map<string, { key: string | null; other: boolean; totals: Figures; buckets: (Figures & { startMs: number })[] }>();
-  const groupOf = (r: CellRow) => {
-    const other = Number(r[Col.other]) !== 0;
-    const id = `${other ? 1 : 0}:${r[Col.g]}`;
-    let g = groups.get(id);
-    if (!g) {
-      g = { key: other || r[Col.g] === '' ? null : String(r[Col.g]), other, totals: empty, buckets: [] };
-      groups.set(id, g);
-    }
+  const perBucket = new Map<number, BucketFigures>();
+  const named = new Map<string, Group>();
+  let other: Group | null = null;
+  const groupOf = (r: CellRow): Group => {
+    if (Number(r[Col.other]) !== 0) return (other ??= { key: null, other: true, totals: empty, buckets: [] });
+    const key = String(r[Col.g]);
+    let g = named.get(key);
+    if (!g) named.set(key, (g = { key: key === '' ? null : key, other: false, totals: empty, buckets: [] }));
     return g;
   };
   for (const r of cells) {
     const level = Number(r[Col.level]);
-    const fig = figuresOfRow(r);
-    if (level === TOTAL) totals = fig;
-    else if (level === NO_GROUP) perBucket.set(Number(r[Col.start_s]) * 1000, fig);
-    else if (level === NO_BUCKET) groupOf(r).totals = fig;
-    else groupOf(r).buckets.push(Object.assign(fig, { startMs: Number(r[Col.start_s]) * 1000 }));
+    if (level === TOTAL) totals = figuresOfRow(r);
+    else if (level === NO_BUCKET) groupOf(r).totals = figuresOfRow(r);
+    else if (level === NO_GROUP) {
+      const b = bucketFiguresOfRow(r);
+      perBucket.set(b.startMs, b);
+    } else groupOf(r).buckets.push(bucketFiguresOfRow(r));
   }
-  const listed = q.groupBy
-    ? [...groups.values()]
-        .sort((a, b) => Number(a.other) - Number(b.other) || b.totals.attempts - a.totals.attempts || String(a.key ?? '').localeCompare(String(b.key ?? '')))
-        .map((g) => ({ ...g, buckets: g.buckets.sort((a, b) => a.startMs - b.startMs) }))
-    : null;
+  const buckets: BucketFigures[] = [];
+  for (let at = q.fromMs; at < q.toMs; at += width) buckets.push(perBucket.get(at) ?? bucketFigures(at, figuresOf({ delivered: 0, retrying: 0, failed: 0, dropped: 0 })));
+  let listed: Group[] | null = null;
+  if (q.groupBy) {
+    listed = [...named.values()].sort((a, b) => b.totals.attempts - a.totals.attempts || String(a.key ?? '').localeCompare(String(b.key ?? '')));
+    if (other) listed.push(other);
+    for (const g of listed) g.buckets.sort((a, b) => a.startMs - b.startMs);
+  }
   return {
     totals,
-    buckets: starts.map((startMs) => ({ ...(perBucket.get(startMs) ?? empty), startMs })),
+    buckets,
     groups: listed,
     groupsTotal,
     topErrors: errors.map((e) => ({ message: e.message, attempts: Number(e.attempts) })),

@@ -162,6 +162,59 @@ describe('the analytics rollup', () => {
     const byDestination = await deliveryAnalytics(svc.clickhouse, db, query(tenantC, 'day', 'destination'));
     expect(byDestination.groupsTotal).toBe(60);
     expect(byDestination.groups!.filter((g) => !g.other)).toHaveLength(MAX_GROUPS);
+    // `other` listed last (the order by size: test/api/analytics.test.ts), each group's buckets in time order
+    const listed = byDestination.groups!;
+    expect(listed.map((g) => g.other)).toEqual([...Array(MAX_GROUPS).fill(false), true]);
+    for (const g of listed) expect(g.buckets.map((b) => b.startMs)).toEqual([...g.buckets.map((b) => b.startMs)].sort((a, b) => a - b));
     expect(byDestination.totals.attempts).toBe(n);
+  });
+
+  it('asks for the figures unfolded while a group_by has at most MAX_GROUPS groups, and lists the groups first after an answer with more', async () => {
+    // 60 destinations (more than MAX_GROUPS), each with an attempt in each of 3 hours, and 3 types
+    const tenantD = `tenant-rd-${uniqueSuffix()}`;
+    await svc.clickhouse.command({
+      query: `INSERT INTO ${db}.deliveries (tenant_id, delivery_id, attempt_number, event_id, destination_id, correlation_id, status, response_code, attempted_at, duration_ms, error_message, body_sha256, next_attempt_at, event_type, ingester_id, received_at)
+              SELECT {tenant:String}, concat('dlv_', toString(number)), 1, concat('evt_', toString(number)), concat('dst_', toString(number % 60)), 'cor', 'delivered', 200,
+                     fromUnixTimestamp64Milli(toInt64({end:Int64} - intDiv(number, 60) * ${HOUR}), 'UTC') AS at, toUInt32(10 + number), NULL, 'ab', NULL,
+                     concat('type.', toString(number % 3)), 'ing_1', at - toIntervalMillisecond(40)
+              FROM numbers(180)`,
+      query_params: { tenant: tenantD, end: Date.now() },
+    });
+    await rollUpAnalytics(svc.clickhouse, db, { lagMs: 0 });
+    let queries = 0;
+    const counting = new Proxy(svc.clickhouse, {
+      get(target, prop) {
+        if (prop === 'query') return (params: Parameters<ClickHouseClient['query']>[0]) => (queries++, target.query(params));
+        const value: unknown = Reflect.get(target, prop, target);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const answer = async (q: AnalyticsQuery) => {
+      queries = 0;
+      const a = await deliveryAnalytics(counting, db, q);
+      return { a, queries };
+    };
+    const byDestination = query(tenantD, 'hour', 'destination');
+
+    // 3 groups: the figures (unfolded) and the top errors
+    const byType = await answer(query(tenantD, 'hour', 'event_type'));
+    expect(byType).toMatchObject({ queries: 2, a: { groupsTotal: 3 } });
+    expect(byType.a.groups!.some((g) => g.other)).toBe(false);
+    // 60 groups, asked for the first time: the unfolded figures come back bounded (more rows than
+    // an answer of MAX_GROUPS has), then the groups, then the folded figures
+    const first = await answer(byDestination);
+    expect(first.queries).toBe(4);
+    const exact = await deliveryAnalytics(svc.clickhouse, db, byDestination, 'raw');
+    expect(exact.groupsTotal).toBe(60);
+    expect(first.a).toEqual(exact);
+    expect(first.a.groups!.filter((g) => g.other)).toHaveLength(1);
+    // the next answer for that group_by lists the groups first
+    const next = await answer(byDestination);
+    expect(next).toEqual({ a: exact, queries: 3 });
+    // a key's three destinations: the groups first, then nothing folds, and the answer after tries unfolded again
+    const three = await answer({ ...byDestination, destinationIds: ['dst_1', 'dst_2', 'dst_3'] });
+    expect(three).toMatchObject({ queries: 3, a: { groupsTotal: 3 } });
+    expect(three.a.groups!.map((g) => g.key)).toEqual(['dst_1', 'dst_2', 'dst_3']);
+    expect((await answer(byDestination)).queries).toBe(4);
   });
 });
