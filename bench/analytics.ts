@@ -182,9 +182,12 @@ async function main(): Promise<void> {
 
 /**
  * The scenario as bench/run.ts runs it: this file in a process of its own on a fresh data dir,
- * then one entry per case, its p99 against the raw table's.
+ * then one entry per case: its p99 against TARGET_P99_MS, and for hour and day buckets its median
+ * against the raw table's. Medians, since the baseline runs fewer times: the p99 of 5 runs is
+ * their slowest, which a p99 of 30 runs is not. A minute answer reads the attempts either way
+ * (the same SQL as its baseline), so its ratio is noise about 1 and only its p99 decides.
  */
-export async function runAnalytics(root: string, settings: { rows: number; tenantRows: number; reps: number; rawReps: number }): Promise<Omit<Entry, 'met'>[]> {
+export async function runAnalytics(root: string, settings: { rows: number; tenantRows: number; reps: number; rawReps: number }): Promise<Entry[]> {
   const out = path.join(root, 'analytics.json');
   const env = { ...process.env, ANALYTICS_DATA_DIR: path.join(root, 'analytics'), ANALYTICS_ROWS: String(settings.rows), ANALYTICS_TENANT_ROWS: String(settings.tenantRows), ANALYTICS_REPS: String(settings.reps), ANALYTICS_RAW_REPS: String(settings.rawReps), ANALYTICS_RESULTS: out };
   const child = spawnScript('analytics bench', 'bench/analytics.ts', [], env, path.join(root, 'analytics.log'));
@@ -198,6 +201,7 @@ export async function runAnalytics(root: string, settings: { rows: number; tenan
     const [bucket, ...group] = name.split('_');
     const range = bucket === 'minute' ? 'the last 24 h' : `${r.days} days`;
     const within = v.view.p99_ms <= TARGET_P99_MS;
+    const ratio = round(v.raw.p50_ms / v.view.p50_ms);
     return {
       name: `analytics_${name}`,
       metric: `analytics p99, ${bucket} buckets over ${range}, ${group.join('_') === 'totals' ? 'ungrouped' : `group_by=${group.join('_')}`} (p99 <= ${TARGET_P99_MS} ms: ${within ? 'yes' : 'no'})`,
@@ -206,10 +210,11 @@ export async function runAnalytics(root: string, settings: { rows: number; tenan
       spread: { min: v.view.min_ms, max: v.view.max_ms },
       repetitions: v.view.runs,
       baseline: { name: 'the same figures from the raw table (FINAL)', value: v.raw.p99_ms, spread: { min: v.raw.min_ms, max: v.raw.max_ms }, unit: 'ms' },
-      ratio: round(v.raw.p99_ms / v.view.p99_ms),
+      ratio,
       target: 1,
       better: 'higher',
-      notes: `${r.rows.toLocaleString('en-US')} synthetic attempts over ${r.days} days in a fresh embedded engine, ${r.tenant_rows.toLocaleString('en-US')} of them the queried tenant's (20 destinations, 10 event types, 3 ingesters), generated inside ClickHouse (INSERT ... SELECT FROM numbers) in ${r.fill_s} s and rolled into the views in ${r.rollup_s} s; the tenant's view rows: ${r.view_rows.hours.toLocaleString('en-US')} per hour (${Object.entries(r.view_rows.hours_by).map(([k, n]) => `${k} ${n.toLocaleString('en-US')}`).join(', ')}), ${r.view_rows.days.toLocaleString('en-US')} per day, ${r.view_rows.error_hours.toLocaleString('en-US')} error rows per hour. One answer of GET .../analytics through the API's query code (deliveryAnalytics: the figures and the top errors), ${v.view.runs} runs: p50 ${v.view.p50_ms} ms, p99 ${v.view.p99_ms} ms (${v.attempts.toLocaleString('en-US')} attempts, ${v.buckets} buckets${v.groups === null ? '' : `, ${v.groups} groups`}). Baseline: the same figures computed from the raw attempts (deliveries FINAL, quantileExact over the attempts' latency buckets), ${v.raw.runs} runs interleaved, p50 ${v.raw.p50_ms} ms${bucket === 'minute' ? '; minute buckets read the attempts either way' : ''}. ratio = baseline p99 / value; target (this suite's own): >= 1, and p99 <= ${TARGET_P99_MS} ms (${within ? 'met' : 'NOT met'}).`,
+      met: within && (bucket === 'minute' || ratio >= 1),
+      notes: `${r.rows.toLocaleString('en-US')} synthetic attempts over ${r.days} days in a fresh embedded engine, ${r.tenant_rows.toLocaleString('en-US')} of them the queried tenant's (20 destinations, 10 event types, 3 ingesters), generated inside ClickHouse (INSERT ... SELECT FROM numbers) in ${r.fill_s} s and rolled into the views in ${r.rollup_s} s; the tenant's view rows: ${r.view_rows.hours.toLocaleString('en-US')} per hour (${Object.entries(r.view_rows.hours_by).map(([k, n]) => `${k} ${n.toLocaleString('en-US')}`).join(', ')}), ${r.view_rows.days.toLocaleString('en-US')} per day, ${r.view_rows.error_hours.toLocaleString('en-US')} error rows per hour. One answer of GET .../analytics through the API's query code (deliveryAnalytics: the figures and the top errors), ${v.view.runs} runs: p50 ${v.view.p50_ms} ms, p99 ${v.view.p99_ms} ms (${v.attempts.toLocaleString('en-US')} attempts, ${v.buckets} buckets${v.groups === null ? '' : `, ${v.groups} groups`}). Baseline: the same figures computed from the raw attempts (deliveries FINAL, quantileExact over the attempts' latency buckets), ${v.raw.runs} runs interleaved, p50 ${v.raw.p50_ms} ms${bucket === 'minute' ? '; minute buckets read the attempts either way' : ''}. ratio = baseline p50 / p50${bucket === 'minute' ? ' (the same SQL: noise about 1, not a target)' : ''}; target (this suite's own): p99 <= ${TARGET_P99_MS} ms (${within ? 'met' : 'NOT met'})${bucket === 'minute' ? '' : `, and ratio >= 1 (${ratio >= 1 ? 'met' : 'NOT met'})`}.`,
       details: { ...v, p99_within_target: within, target_p99_ms: TARGET_P99_MS } as unknown as Record<string, unknown>,
     };
   });
