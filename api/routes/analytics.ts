@@ -6,6 +6,7 @@ import {
   ANALYTICS_GROUP_BY,
   BUCKET_SECONDS,
   deliveryAnalytics,
+  type AnalyticsAnswer,
   type AnalyticsBucket,
   type AnalyticsQuery,
   type Figures,
@@ -89,10 +90,43 @@ export function analyticsParamsOf(query: Record<string, unknown>, now: number): 
 }
 
 const at = (ms: number) => new Date(ms).toISOString();
-const bucketOut = (b: Figures & { startMs: number }) => {
-  const { startMs, ...figures } = b;
-  return { start: at(startMs), ...figures };
-};
+/** The body of GET .../analytics: the parameters as applied (the range rounded out to whole buckets), then the answer. */
+export function analyticsBody(p: Pick<AnalyticsQuery, 'fromMs' | 'toMs' | 'bucket' | 'groupBy' | 'destinationId' | 'eventType'>, a: AnalyticsAnswer) {
+  // each bucket's start, written once: the groups' buckets repeat the answer's starts
+  const starts = new Map<number, string>();
+  const startOf = (ms: number) => {
+    let s = starts.get(ms);
+    if (s === undefined) starts.set(ms, (s = at(ms)));
+    return s;
+  };
+  /** A bucket as the API shows it: its start first, then its figures (one literal: an answer has up to tens of thousands). */
+  const bucketOut = (b: Figures & { startMs: number }) => ({
+    start: startOf(b.startMs),
+    attempts: b.attempts,
+    delivered: b.delivered,
+    retrying: b.retrying,
+    failed: b.failed,
+    dropped: b.dropped,
+    success_rate: b.success_rate,
+    attempts_per_delivered: b.attempts_per_delivered,
+    attempt_latency_ms: b.attempt_latency_ms,
+    end_to_end_latency_ms: b.end_to_end_latency_ms,
+  });
+  return {
+    from: at(p.fromMs),
+    to: at(p.toMs),
+    bucket: p.bucket,
+    bucket_seconds: BUCKET_SECONDS[p.bucket],
+    group_by: p.groupBy,
+    destination_id: p.destinationId,
+    event_type: p.eventType,
+    totals: a.totals,
+    buckets: a.buckets.map(bucketOut),
+    groups: a.groups?.map((g) => ({ key: g.key, other: g.other, totals: g.totals, buckets: g.buckets.map(bucketOut) })) ?? null,
+    groups_total: a.groupsTotal,
+    top_errors: a.topErrors,
+  };
+}
 
 /**
  * GET .../analytics: a tenant's delivery attempts over a range, per bucket (and per group), by
@@ -107,20 +141,7 @@ export function analyticsRouter(clickhouse: ClickHouseClient, database: string):
     const now = Date.now();
     const p = analyticsParamsOf(req.query as Record<string, unknown>, now);
     const a = await deliveryAnalytics(clickhouse, database, { tenant: key.tenant_id, ...p, destinationIds: key.resource_ids ?? null });
-    res.json({
-      from: at(p.fromMs),
-      to: at(p.toMs),
-      bucket: p.bucket,
-      bucket_seconds: BUCKET_SECONDS[p.bucket],
-      group_by: p.groupBy,
-      destination_id: p.destinationId,
-      event_type: p.eventType,
-      totals: a.totals,
-      buckets: a.buckets.map(bucketOut),
-      groups: a.groups?.map((g) => ({ key: g.key, other: g.other, totals: g.totals, buckets: g.buckets.map(bucketOut) })) ?? null,
-      groups_total: a.groupsTotal,
-      top_errors: a.topErrors,
-    });
+    res.json(analyticsBody(p, a));
   });
   return router;
 }

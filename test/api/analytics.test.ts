@@ -133,6 +133,8 @@ describe('delivery analytics', () => {
       const sizes = groups.map((g) => g.totals.attempts);
       expect(sizes).toEqual([...sizes].sort((a, b) => b - a));
       for (const g of groups) expect(g.buckets.reduce((s: number, b: Json) => s + b.attempts, 0)).toBe(g.totals.attempts);
+      // a bucket shows its start, then every figure the totals show, in the same order
+      for (const b of [...(r.body.buckets as Json[]), ...groups.flatMap((g) => g.buckets as Json[])]) expect(Object.keys(b)).toEqual(['start', ...Object.keys(r.body.totals)]);
     }
     const byDest = (await get(`${range()}&group_by=destination`)).body.groups as Json[];
     const failingGroup = byDest.find((g) => g.key === dest.failing)!;
