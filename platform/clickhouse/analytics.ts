@@ -119,7 +119,7 @@ const enum Col {
   end_to_end_min,
   end_to_end_max,
 }
-export type CellRow = unknown[];
+type CellRow = unknown[];
 const CELL_COLUMNS = 'start_s, other, g, level, delivered, retrying, failed, dropped, latency_b, latency_min, latency_max, end_to_end_b, end_to_end_min, end_to_end_max';
 
 const EMPTY_QUANTILES: Quantiles = { p50: null, p95: null, p99: null };
@@ -456,7 +456,7 @@ export async function deliveryAnalytics(clickhouse: ClickHouseClient, database: 
 }
 
 /** An answer from the figures query's rows (CellRow, CELL_COLUMNS) and the top errors' rows. */
-export function answerOf(q: AnalyticsQuery, groupsTotal: number | null, cells: CellRow[], errors: { message: string; attempts: string | number }[]): AnalyticsAnswer {
+function answerOf(q: AnalyticsQuery, groupsTotal: number | null, cells: CellRow[], errors: { message: string; attempts: string | number }[]): AnalyticsAnswer {
   const width = BUCKET_SECONDS[q.bucket] * 1000;
   const empty = figuresOf({ delivered: 0, retrying: 0, failed: 0, dropped: 0 });
 
@@ -482,6 +482,7 @@ export function answerOf(q: AnalyticsQuery, groupsTotal: number | null, cells: C
     } else groupOf(r).buckets.push(bucketFiguresOfRow(r));
   }
   const buckets: BucketFigures[] = [];
+  // an empty bucket gets figures of its own: bucketFigures adds its start to the object it is given
   for (let at = q.fromMs; at < q.toMs; at += width) buckets.push(perBucket.get(at) ?? bucketFigures(at, figuresOf({ delivered: 0, retrying: 0, failed: 0, dropped: 0 })));
   let listed: Group[] | null = null;
   if (q.groupBy) {

@@ -12,6 +12,18 @@ import { uniqueSuffix } from '../support/ids';
  * tenants being erased are left out; every group_by, with every filter and with more groups than
  * an answer lists, answers from the views as from the attempts.
  */
+/** The client with one method replaced (`make` gets the client itself), the others as they are. */
+function withMethod<K extends keyof ClickHouseClient>(client: ClickHouseClient, name: K, make: (target: ClickHouseClient) => ClickHouseClient[K]): ClickHouseClient {
+  const replaced = make(client);
+  return new Proxy(client, {
+    get(target, prop) {
+      if (prop === name) return replaced;
+      const value: unknown = Reflect.get(target, prop, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
+
 describe('the analytics rollup', () => {
   let svc: TestService;
   let db: string;
@@ -95,20 +107,12 @@ describe('the analytics rollup', () => {
     await store(tenantA, 200, 20_000);
     // ClickHouse fails the step's second insert (the day view) once: the hour view has its rows, the step is not done
     let failed = false;
-    const failing = new Proxy(svc.clickhouse, {
-      get(target, prop) {
-        if (prop !== 'command') {
-          const value: unknown = Reflect.get(target, prop, target);
-          return typeof value === 'function' ? value.bind(target) : value;
-        }
-        return async (params: Parameters<ClickHouseClient['command']>[0]) => {
-          if (!failed && params.query.includes(`INSERT INTO ${db}.delivery_days`)) {
-            failed = true;
-            throw new Error('the server went away');
-          }
-          return target.command(params);
-        };
-      },
+    const failing = withMethod(svc.clickhouse, 'command', (target) => async (params: Parameters<ClickHouseClient['command']>[0]) => {
+      if (!failed && params.query.includes(`INSERT INTO ${db}.delivery_days`)) {
+        failed = true;
+        throw new Error('the server went away');
+      }
+      return target.command(params);
     });
     await expect(rollUpAnalytics(failing, db, { lagMs: 0 })).rejects.toThrow('the server went away');
     const again = await rollUpAnalytics(svc.clickhouse, db, { lagMs: 0 });
@@ -182,13 +186,7 @@ describe('the analytics rollup', () => {
     });
     await rollUpAnalytics(svc.clickhouse, db, { lagMs: 0 });
     let queries = 0;
-    const counting = new Proxy(svc.clickhouse, {
-      get(target, prop) {
-        if (prop === 'query') return (params: Parameters<ClickHouseClient['query']>[0]) => (queries++, target.query(params));
-        const value: unknown = Reflect.get(target, prop, target);
-        return typeof value === 'function' ? value.bind(target) : value;
-      },
-    });
+    const counting = withMethod(svc.clickhouse, 'query', (target) => (params: Parameters<ClickHouseClient['query']>[0]) => (queries++, target.query(params)));
     const answer = async (q: AnalyticsQuery) => {
       queries = 0;
       const a = await deliveryAnalytics(counting, db, q);
