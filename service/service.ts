@@ -1,3 +1,5 @@
+import { hostname } from 'node:os';
+import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -360,7 +362,9 @@ export async function startService(config: Config, log = new Logger(config.logLe
       let marks: AttemptMarks | undefined;
       if (config.deliveryAttemptMarksTtlS > 0) {
         const markStore = new RedisBatchedMarks(redis, config.topicPrefix, { ttlMs: config.deliveryAttemptMarksTtlS * 1_000, onWriteFailed: (err) => log.warn('attempt marks not written; a delivery read again may be sent again', { error: errorMessage(err) }) });
-        marks = attemptMarksIn(markStore);
+        // a claim outlives the longest attempt (the transformation, the request, the breaker's
+        // bookkeeping): a claim still there after it is an owner that died, and is taken over
+        marks = attemptMarksIn(markStore, { owner: `${hostname()}/${process.pid}/${randomUUID().slice(0, 8)}`, ttlMs: config.deliveryTimeoutMs + config.transformTimeoutMs + 5_000 });
         // after the stages (cleanups run backwards): the last attempts' marks are written before Redis closes
         cleanups.push(() => markStore.flush());
       }
@@ -374,7 +378,7 @@ export async function startService(config: Config, log = new Logger(config.logLe
         unwatchDestinations();
         await publisher.close();
       });
-      const stage = deliverStage({ topics, destinations, sender, breakers, defaultSchedule: config.retryScheduleMs, isRefusal: isSsrfRefusal, pacer, happenings: operational, lines, marks, publisher, transformer, publishTimeoutMs: config.deliveryTimeoutMs });
+      const stage = deliverStage({ topics, destinations, sender, breakers, defaultSchedule: config.retryScheduleMs, isRefusal: isSsrfRefusal, pacer, happenings: operational, lines, marks, publisher, transformer, publishTimeoutMs: config.deliveryTimeoutMs, claimWaitMs: config.deliveryTimeoutMs + config.transformTimeoutMs + 10_000 });
       const ordered = (t: DeliveryTask) => store.get('destination', t.tenant_id, t.destination_id)?.ordered === true;
       // an ordered destination's deliveries take their send slots in line, one at a time, in order
       const prepare = async (t: DeliveryTask) => (ordered(t) ? t : pacer.prepare(t, store.get('destination', t.tenant_id, t.destination_id)));

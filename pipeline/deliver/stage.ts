@@ -28,6 +28,9 @@ import { recordDelivery, type DeliveryOutcomeLabel } from '../../platform/metric
 import { TRACEPARENT, TRACESTATE, traceIdOf, type TraceHeaders } from '../../platform/tracing/trace-context';
 import { SPAN_ATTRIBUTES, SpanKind, SpanStatusCode, type Span } from '../../platform/tracing/tracing';
 
+/** How often a task whose attempt another process has claimed looks for that attempt's mark. */
+const CLAIM_POLL_MS = 100;
+
 /** What delivery needs of the configuration. */
 export interface DestinationPort {
   get(kind: 'destination', tenantId: string, id: string): Destination | undefined;
@@ -64,7 +67,7 @@ export interface DeliverDeps {
   happenings?: HappeningsPort;
   /** How long an ordered destination's delivery may wait in line (pipeline/deliver/ordered-lines.ts); unset, it never does. */
   lines?: OrderedLines;
-  /** Marks of finished attempts, read for uncertain tasks so a finished attempt is not sent again; unset, none. */
+  /** Claims and marks of attempts, so that a task read again for any reason is not sent again; unset, none (at-least-once). */
   marks?: AttemptMarks;
   /** Sends to broker destinations (kafka, amqp, nats, mqtt); unset, their attempts fail saying so. */
   publisher?: Publisher;
@@ -72,6 +75,8 @@ export interface DeliverDeps {
   transformer?: Transformer;
   /** Longest a broker may take to acknowledge a message (DELIVERY_TIMEOUT_MS). */
   publishTimeoutMs?: number;
+  /** Longest a task waits for another process's claimed attempt before making it itself (default 30 s; claims expire sooner). */
+  claimWaitMs?: number;
   now?: () => number;
 }
 
@@ -242,14 +247,8 @@ export function deliverStage(deps: DeliverDeps): RecordStage<'DeliveryTask'> {
     }
   }
 
-  /** Attempts of this process still running, by attemptKey: a twin of one (the same task written twice) waits for it. */
+  /** Attempts of this process under way (claimed, or being made), by attemptKey: a twin of one (the same task read twice) waits for it. */
   const running = new Map<string, Promise<FinishedAttempt | undefined>>();
-
-  /** The finished (or running) attempt of an uncertain task, if this process or a mark knows it. */
-  async function earlier(task: DeliveryTask): Promise<FinishedAttempt | undefined> {
-    if (!deps.marks) return undefined;
-    return (await running.get(attemptKey(task))) ?? deps.marks.recall(task);
-  }
 
   /** An attempt as made: what it came to and, when a transformation changed the body, the SHA-256 of the one sent; or dropped by the transformation. */
   type Made = { result: AttemptResult; durationMs: number; responseBody?: Buffer; sentSha256?: string } | { dropped: true };
@@ -268,23 +267,63 @@ export function deliverStage(deps: DeliverDeps): RecordStage<'DeliveryTask'> {
   }
 
   /**
-   * One attempt, marked once it has finished (with marks): a twin read meanwhile, even while the
-   * transformation runs, waits for it.
+   * The attempt of a task already made (by this process or another), or undefined with the
+   * attempt claimed for the caller (or Redis unable to say: at-least-once). Every task is
+   * claimed, not only the ones a rebalance made uncertain: a task can be read again in ways the
+   * consumer cannot see (the same generation fetching again after a failed request, an old owner
+   * handling what the group gave a new one). An attempt another process is making is waited for
+   * outside the destination's places, until its mark comes or its claim expires.
    */
-  async function attemptMarked(task: DeliveryTask, destination: Destination, trace: TraceHeaders | undefined, attemptedAt: number): Promise<Made> {
-    if (!deps.marks) return attemptPrepared(task, destination, trace);
+  async function claimed(marks: AttemptMarks, task: DeliveryTask, ctx: StageContext): Promise<FinishedAttempt | undefined> {
+    const until = now() + (deps.claimWaitMs ?? 30_000);
+    for (;;) {
+      const claim = await marks.claim(task);
+      if (claim.kind === 'finished') return claim.attempt;
+      if (claim.kind !== 'running') return undefined;
+      // its owner's mark follows, or its claim expires (the owner died): this wait concerns no receiver
+      ctx.releasePlace?.();
+      if (now() > until) {
+        ctx.log.warn('an attempt claimed by another process neither finished nor expired in time; attempting it', { delivery_id: task.delivery_id, attempt: task.attempt, owner: claim.owner });
+        return undefined;
+      }
+      await new Promise((r) => setTimeout(r, CLAIM_POLL_MS));
+    }
+  }
+
+  /**
+   * One attempt, claimed before it is sent and marked once it has finished (with marks), or the
+   * attempt as made before (`earlier`): a twin read meanwhile in this process, even while the
+   * claim is asked or the transformation runs, waits for it. An attempt that sent nothing lets
+   * go of its claim, so the task's later turn (an open breaker's wait) can claim it again.
+   */
+  async function attemptOnce(task: DeliveryTask, destination: Destination, ctx: StageContext, attemptedAt: number): Promise<{ made: Made; earlier?: FinishedAttempt }> {
+    const marks = deps.marks;
+    if (!marks) return { made: await attemptPrepared(task, destination, ctx.trace) };
     const key = attemptKey(task);
-    const made = attemptPrepared(task, destination, trace);
-    const finished = made.then((m): FinishedAttempt | undefined =>
-      'dropped' in m || m.result.kind === 'breaker-open' ? undefined : { result: m.result, durationMs: m.durationMs, attemptedAt, ...(m.responseBody ? { responseBody: m.responseBody } : {}), ...(m.sentSha256 ? { sentSha256: m.sentSha256 } : {}) },
-    );
-    running.set(key, finished.catch(() => undefined));
+    for (let twin = running.get(key); twin; twin = running.get(key)) {
+      const done = await twin;
+      if (done) return { made: done, earlier: done };
+    }
+    let settle!: (done: FinishedAttempt | undefined) => void;
+    const mine = new Promise<FinishedAttempt | undefined>((resolve) => (settle = resolve));
+    running.set(key, mine);
+    let done: FinishedAttempt | undefined;
     try {
-      const done = await finished;
-      if (done) deps.marks.note(task, done);
-      return await made;
+      const before = await claimed(marks, task, ctx);
+      if (before) {
+        done = before;
+        return { made: before, earlier: before };
+      }
+      const made = await attemptPrepared(task, destination, ctx.trace);
+      if (!('dropped' in made) && made.result.kind !== 'breaker-open') {
+        done = { result: made.result, durationMs: made.durationMs, attemptedAt, ...(made.responseBody ? { responseBody: made.responseBody } : {}), ...(made.sentSha256 ? { sentSha256: made.sentSha256 } : {}) };
+        marks.note(task, done);
+      }
+      return { made };
     } finally {
       running.delete(key);
+      if (!done) marks.release(task);
+      settle(done);
     }
   }
 
@@ -333,7 +372,8 @@ export function deliverStage(deps: DeliverDeps): RecordStage<'DeliveryTask'> {
    * send slot is far, the breaker is open), a hold (the destination is paused or disabled), or
    * failing it (the destination is gone).
    */
-  async function once(input: DeliveryTask, key: string, { log, trace, span, uncertain }: StageContext): Promise<Step> {
+  async function once(input: DeliveryTask, key: string, ctx: StageContext): Promise<Step> {
+    const { log, trace, span } = ctx;
     let task = input;
     const fields = { tenant_id: task.tenant_id, event_id: task.event_id, delivery_id: task.delivery_id, destination_id: task.destination_id, correlation_id: task.correlation_id, trace_id: traceIdOf(trace), attempt: task.attempt };
     // a task that came back early waits in the delay topics, not here
@@ -368,14 +408,13 @@ export function deliverStage(deps: DeliverDeps): RecordStage<'DeliveryTask'> {
       const dead = followUp(task, key, { action: 'dead', reason, disableDestination: false }, log, fields, outcome);
       return { ...dead, outputs: [{ topic: topics.deliveryCompleted, key, record: 'DeliveryOutcome', value: outcome }, ...dead.outputs] };
     }
-    // a task read again after a rebalance or a restart: its attempt may have finished already
-    const marked = uncertain ? await earlier(task) : undefined;
+    // what is sent: the body as received, or as the destination's transformation makes it; or,
+    // for a task read again (for whatever reason), the attempt made before
+    const { made, earlier: marked } = await attemptOnce(task, destination, ctx, attemptedAt);
     if (marked) {
       log.info('attempt already made; its outcome is written again without sending it again', { ...fields, attempted_at: new Date(marked.attemptedAt).toISOString() });
       outcome.attempted_at = marked.attemptedAt;
     }
-    // what is sent: the body as received, or as the destination's transformation makes it
-    const made: Made = marked ?? (await attemptMarked(task, destination, trace, attemptedAt));
     if ('dropped' in made) {
       outcome.status = 'dropped';
       outcome.error_message = 'the destination\'s transformation returned null: nothing was sent';

@@ -56,6 +56,13 @@ export interface StageContext {
    * already (a delivery's attempt); every other record is new.
    */
   uncertain?: boolean;
+  /**
+   * Frees the place the record holds in its key's queue (a destination's share of requests at
+   * once) before the handler returns, when what is left of its work concerns no receiver (a
+   * delivery waiting for another process's attempt). Set by the windowed runner; the place is
+   * freed when the handler returns in any case.
+   */
+  releasePlace?: () => void;
 }
 
 /**

@@ -29,7 +29,7 @@ class PartitionWindow {
 export interface WindowOptions {
   /** Records being handled at once across all partitions; beyond it, fetching waits. */
   maxInFlight: number;
-  /** Key of a record's work queue, and how many of one key run at once (per destination). */
+  /** Key of a record's work queue, and how many of one key are handled at once (per destination); producing their outputs is not counted. */
   keyOf?: (value: never) => string;
   /**
    * A function when the limit moves (a share of a deployment-wide limit) or differs by key (an
@@ -127,12 +127,26 @@ export async function runWindowedStage<N extends RecordName>(stage: RecordStage<
         let got = await decoded;
         if (!Array.isArray(got) && options.prepare) got = ((await options.prepare(got as never).catch(() => got)) as RecordTypes[N]);
         if (!Array.isArray(got) && options.keyOf) key = options.keyOf(got as never);
+        // a key's place covers the handling only (a delivery's attempt): the outputs that follow
+        // concern no receiver, and producing them (a linger, then acks=all) must not hold the
+        // place the next delivery to that destination waits for. The offset is still committed
+        // only once they are acknowledged; a record read again meanwhile (a crash, a rebalance)
+        // is the stage's to recognise (the deliver stage's attempt claims)
         await keys.acquire(key);
-        try {
-          await produce(consuming, Array.isArray(got) ? got : await outcome(consuming, got, ctx));
-        } finally {
+        let held = true;
+        const releasePlace = () => {
+          if (!held) return;
+          held = false;
           keys.release(key);
+        };
+        let encoded: EncodedOutput[];
+        try {
+          ctx.releasePlace = releasePlace;
+          encoded = Array.isArray(got) ? got : await outcome(consuming, got, ctx);
+        } finally {
+          releasePlace();
         }
+        await produce(consuming, encoded);
         slot.done = true;
         const next = windows.get(`${batch.topic}:${batch.partition}`)?.advance();
         if (next !== undefined) consuming.scheduleCommit(batch.topic, batch.partition, next);

@@ -12,9 +12,10 @@ import type { AnyOutput, StageContext } from '../../pipeline/runtime/stage';
 import { uniqueSuffix } from '../support/ids';
 
 /**
- * A delivery task read again (a rebalance, a coordinator move, a restart) whose attempt had
- * finished: the deliver stage with marks in a real Redis writes that attempt's outcome again and
- * does not send the webhook again; a task read for the first time never reads a mark.
+ * A delivery task read again (for any reason: the same consumer fetching again, a rebalance, a
+ * coordinator move, a restart) whose attempt had been claimed or made: the deliver stage with
+ * claims and marks in a real Redis writes that attempt's outcome again and does not send the
+ * webhook again, whether or not the runner knew the record to be uncertain.
  */
 const topics = topicNames('m.');
 const silent = new Logger('error');
@@ -53,14 +54,16 @@ describe('attempt marks', () => {
     sent.length = 0;
   });
 
-  const stage = () => deliverStage({ topics, sender, breakers, defaultSchedule: [0, 60_000], destinations: { get: () => destination, disable: async () => undefined }, isRefusal: () => false, marks: attemptMarksIn(marks) });
+  const OWNER = { owner: 'test-process-a', ttlMs: 10_000 };
+  const stage = (owner = OWNER, over: Partial<Parameters<typeof deliverStage>[0]> = {}) => deliverStage({ topics, sender, breakers, defaultSchedule: [0, 60_000], destinations: { get: () => destination, disable: async () => undefined }, isRefusal: () => false, marks: attemptMarksIn(marks, owner), ...over });
 
   it('writes a finished attempt\'s outcome again instead of sending it again when its task is read again', async () => {
     const id = `dlv_${uniqueSuffix()}`;
     statuses = [503];
     const first = await stage().handle(task(id), ctx(false));
     await marks.flush();
-    const again = await stage().handle(task(id), ctx(true));
+    // read again without the runner knowing (fetched again in the same generation), by a fresh process
+    const again = await stage({ owner: 'test-process-b', ttlMs: 10_000 }).handle(task(id), ctx(false));
     expect(sent).toHaveLength(1);
     const [a, b] = [outcomeOf(first), outcomeOf(again)];
     // the same outcome, but for when the retry is due (the schedule's jitter is drawn again)
@@ -87,35 +90,75 @@ describe('attempt marks', () => {
     expect(sent).toHaveLength(1);
   });
 
-  it('reads no mark for a task read for the first time', async () => {
+  it('lets a task whose attempt another process is making wait for that attempt\'s mark, without its place', async () => {
     const id = `dlv_${uniqueSuffix()}`;
-    await stage().handle(task(id), ctx(false));
-    await marks.flush();
-    const gets = jest.spyOn(redis, 'get');
-    await stage().handle(task(id), ctx(false));
-    expect(gets).not.toHaveBeenCalled();
-    gets.mockRestore();
-    expect(sent).toHaveLength(2);
+    let answer!: () => void;
+    const slow: HttpSender = { async send(req) { sent.push(req); await new Promise<void>((r) => (answer = r)); return { status: 200, headers: {}, durationMs: 300, body: Buffer.alloc(0) }; }, async close() {} };
+    const first = stage(OWNER, { sender: slow }).handle(task(id), ctx(false));
+    await new Promise((r) => setTimeout(r, 100));
+    let freed = false;
+    const other = stage({ owner: 'test-process-b', ttlMs: 10_000 }).handle(task(id), { ...ctx(false), releasePlace: () => (freed = true) });
+    await new Promise((r) => setTimeout(r, 300));
+    expect(freed).toBe(true);
+    answer();
+    const [a, b] = await Promise.all([first, other]);
+    expect(sent).toHaveLength(1);
+    expect(outcomeOf(b)).toMatchObject({ status: 'delivered', response_code: 200, attempted_at: outcomeOf(a).attempted_at });
   });
 
-  it('writes marks in batches: one round trip for many attempts', async () => {
+  it('takes over a claim whose process died once it expires, and sends', async () => {
+    const id = `dlv_${uniqueSuffix()}`;
+    // a process that claimed the attempt and died before it could mark it
+    expect(await attemptMarksIn(marks, { owner: 'test-process-dead', ttlMs: 400 }).claim(task(id))).toEqual({ kind: 'taken' });
+    const started = Date.now();
+    await stage().handle(task(id), ctx(false));
+    expect(sent).toHaveLength(1);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(250);
+  });
+
+  it('lets go of the claim of an attempt that sent nothing, so its next turn is sent', async () => {
+    const id = `dlv_${uniqueSuffix()}`;
+    const open = new Breakers({ errorThresholdPercentage: 1, volumeThreshold: 1, resetTimeoutMs: 60_000, rollingWindowMs: 10_000 });
+    try {
+      statuses = [503];
+      await stage(OWNER, { breakers: open }).handle(task(`dlv_${uniqueSuffix()}`), ctx(false));
+      expect(sent).toHaveLength(1);
+      // the breaker is open: nothing goes out, and the task waits with its attempt number
+      const waits = await stage(OWNER, { breakers: open }).handle(task(id), ctx(false));
+      expect(sent).toHaveLength(1);
+      expect(waits.find((o) => o.record === 'DeliveryTask')?.value).toMatchObject({ delivery_id: id, attempt: 1 });
+      await marks.flush();
+      // another process's turn of the same attempt, once the breaker there lets it out
+      await stage({ owner: 'test-process-b', ttlMs: 10_000 }).handle(task(id), ctx(false));
+      expect(sent).toHaveLength(2);
+    } finally {
+      open.shutdown();
+    }
+  });
+
+  it('claims and marks in batches: one round trip of claims and one of marks for many attempts', async () => {
     const pipelines = jest.spyOn(redis, 'pipeline');
     const ids = Array.from({ length: 50 }, () => `dlv_${uniqueSuffix()}`);
     await Promise.all(ids.map((id) => stage().handle(task(id), ctx(false))));
     await marks.flush();
-    expect(pipelines).toHaveBeenCalledTimes(1);
+    expect(pipelines).toHaveBeenCalledTimes(2);
     pipelines.mockRestore();
-    const recalled = await Promise.all(ids.map((id) => attemptMarksIn(marks).recall(task(id))));
+    expect(sent).toHaveLength(50);
+    const recalled = await Promise.all(ids.map((id) => attemptMarksIn(marks, OWNER).recall(task(id))));
     expect(recalled.every((r) => r?.result.kind === 'response')).toBe(true);
   });
 
   it('attempts again when Redis does not answer in time', async () => {
-    const slow = new RedisBatchedMarks({ status: 'ready', get: () => new Promise(() => undefined) } as unknown as Redis, 'x:', { ttlMs: 1_000, readTimeoutMs: 50 });
+    const never = () => new Promise(() => undefined);
+    const slow = new RedisBatchedMarks({ status: 'ready', get: never, pipeline: () => ({ call() {}, set() {}, del() {}, exec: never }) } as unknown as Redis, 'x:', { ttlMs: 1_000, readTimeoutMs: 50 });
     const id = `dlv_${uniqueSuffix()}`;
-    const s = deliverStage({ topics, sender, breakers, defaultSchedule: [0], destinations: { get: () => destination, disable: async () => undefined }, isRefusal: () => false, marks: attemptMarksIn(slow) });
+    const s = deliverStage({ topics, sender, breakers, defaultSchedule: [0], destinations: { get: () => destination, disable: async () => undefined }, isRefusal: () => false, marks: attemptMarksIn(slow, OWNER) });
+    const started = Date.now();
     await s.handle(task(id), ctx(true));
     expect(sent).toHaveLength(1);
-    // its mark cannot be written either: the batch fails quietly, nothing is thrown
-    await slow.flush();
+    // the claim's answer was waited for no longer than the read timeout
+    expect(Date.now() - started).toBeLessThan(1_000);
+    // its mark cannot be written either: the batch waits, and nothing is thrown
+    void slow.flush();
   });
 });
