@@ -49,6 +49,7 @@ function int(name: string, full: number, quick: number): number {
 const S = {
   reps: Math.max(1, int('BENCH_REPS', 5, 2)),
   warmupS: int('BENCH_WARMUP_SECONDS', 5, 2),
+  warmWebhooks: int('BENCH_WARM_WEBHOOKS', 20_000, 2_000),
   seconds: Math.max(1, int('BENCH_SECONDS', 15, 4)),
   concurrency: Math.max(1, int('BENCH_CONCURRENCY', 32, 32)),
   e2eWindow: Math.max(1, int('E2E_WINDOW', 2_000, 2_000)),
@@ -297,6 +298,7 @@ async function ingest(ctx: Ctx, svc: ServiceInstance, flow: Flow, bareUrl: strin
   const bareRates: number[] = [];
   const errors: Record<string, number> = {};
   const cpuParts: Record<string, number>[] = [];
+  const latency: Record<string, unknown> = {};
   try {
     for (let rep = 0; rep < S.reps; rep++) {
       // alternate, so that a slow moment of the shared machine hits both sides alike
@@ -310,17 +312,39 @@ async function ingest(ctx: Ctx, svc: ServiceInstance, flow: Flow, bareUrl: strin
       bareRates.push(b.rate);
       say(`ingest rep ${rep + 1}/${S.reps}: service ${Math.round(a.rate)}/s, bare node:http ${Math.round(b.rate)}/s`);
     }
+    // the Hook URL's own latency, request to 202 (after acks=all), paced and at saturation; and
+    // how busy the service process was at saturation (CPU time over wall time, all its threads)
+    for (const rate of [200, 1_000]) {
+      const ms: number[] = [];
+      await paced({ rate, durationMs: 3_000, send: (q) => post(svcPool, flow.hookPath, body(q), 202).then((r) => r.ok) });
+      const sent = await paced({ rate, durationMs: Math.min(20, S.seconds) * 1000, send: async (q) => {
+        const t0 = performance.now();
+        const r = await post(svcPool, flow.hookPath, body(q), 202);
+        if (r.ok) ms.push(performance.now() - t0);
+        return r.ok;
+      } });
+      latency[`at_${rate}_per_s`] = { ...summary(ms), accepted: sent.ok, refused: sent.errors };
+    }
+    const ms: number[] = [];
+    const cpu0 = cpuSnapshot(groupsOf(ctx, { service: svc.proc.pid }));
+    const t0 = performance.now();
+    const sat = await closedLoop({ pool: svcPool, paths: [flow.hookPath], concurrency: S.concurrency, warmupMs: 0, measureMs: S.seconds * 1000, body, expect: 202, timed: (elapsed) => ms.push(elapsed) });
+    const wallUs = (performance.now() - t0) * 1000;
+    const busy = cpuBetween(cpu0, cpuSnapshot(groupsOf(ctx, { service: svc.proc.pid }))).byPart.service ?? 0;
+    latency.saturation = { ...summary(ms), accepted_per_s: Math.round(sat.rate), service_cpu_share_of_one_core: round(busy / wallUs) };
   } finally {
     await Promise.all([svcPool.close(), barePool.close()]);
   }
+  const lat = (k: string) => latency[k] as { p50: number; p99: number } | undefined;
+  const latText = ['at_200_per_s', 'at_1000_per_s', 'saturation'].map((k) => `${k.replace(/_/g, ' ')} p50 ${round(lat(k)?.p50 ?? NaN)} ms / p99 ${round(lat(k)?.p99 ?? NaN)} ms`).join('; ');
   rateEntry({
     name: 'ingest',
     metric: 'accepted webhooks per second at the Hook URL',
     unit: 'req/s',
     values: svcRates,
     baseline: { name: 'bare node:http 202', values: bareRates, unit: 'req/s' },
-    notes: `POST /v1/hooks/{ingester_id} with a 1 KB JSON body, ${S.concurrency} keep-alive connections without pipelining (undici Pool), closed loop, ${S.warmupS} s warm-up then ${S.seconds} s counted per repetition; 202 only after Kafka acknowledged the event (acks=all). The service process runs STAGES=api,deliver (nothing downstream consumes, so the figure is the Hook URL itself). Its ingest rate limits are set far above the load: the limiter still leases tokens from Redis as in production, but never refuses. Baseline: a bare node:http server in its own process that reads the body and answers 202 with a small JSON document, same load generator, alternating repetitions. ratio = value / baseline. CPU per accepted webhook (us, median): ${partsText(medianParts(cpuParts))}.`,
-    details: { per_rep: { service: svcRates.map((x) => Math.round(x)), bare: bareRates.map((x) => Math.round(x)) }, errors, cpu_us_per_request_median: medianParts(cpuParts) },
+    notes: `POST /v1/hooks/{ingester_id} with a 1 KB JSON body, ${S.concurrency} keep-alive connections without pipelining (undici Pool), closed loop, ${S.warmupS} s warm-up then ${S.seconds} s counted per repetition; 202 only after Kafka acknowledged the event (acks=all). The service process runs STAGES=api,deliver (nothing downstream consumes, so the figure is the Hook URL itself). Its ingest rate limits are set far above the load: the limiter still leases tokens from Redis as in production, but never refuses. Baseline: a bare node:http server in its own process that reads the body and answers 202 with a small JSON document, same load generator, alternating repetitions. ratio = value / baseline. CPU per accepted webhook (us, median): ${partsText(medianParts(cpuParts))}. The Hook URL's latency from request to 202, paced (open loop, 20 s after 3 s at the rate) and at saturation (the closed loop, ${S.seconds} s): ${latText}; at saturation the service process used ${(latency.saturation as { service_cpu_share_of_one_core: number }).service_cpu_share_of_one_core} of one core's time (all its threads).`,
+    details: { per_rep: { service: svcRates.map((x) => Math.round(x)), bare: bareRates.map((x) => Math.round(x)) }, errors, cpu_us_per_request_median: medianParts(cpuParts), latency_ms: latency },
   });
 }
 
@@ -393,14 +417,8 @@ async function scenarioEndToEnd(ctx: Ctx): Promise<void> {
     const groupPrefix = groupPrefixOf(svc.prefix);
     const hookPool = pool(svc.url, S.concurrency);
     try {
-      // warm-up: every group joined, one event through
-      const warm = runTag();
-      await ctx.rec.reset(warm);
-      for (let i = 0; i < paths.length; i++) {
-        const r = await post(hookPool, paths[i]!, taggedBody(warm, i, epochMs()), 202);
-        if (!r.ok) throw new Error(`warm-up webhook answered ${r.status}`);
-      }
-      if ((await ctx.rec.waitFor(paths.length, 120_000)) < paths.length) throw new Error(`warm-up events were not delivered; see ${svc.proc.logFile}`);
+      // warm-up: every group joined, one event through, then BENCH_WARM_WEBHOOKS through the closed loop
+      await warmUp(ctx, { name: `service (see ${svc.proc.logFile})`, pool: hookPool, paths });
 
       if (wants('end_to_end')) await timed('end_to_end', () => endToEnd(ctx, svc, hookPool, paths, groupPrefix));
       if (wants('memory')) await timed('memory', () => memory(ctx, svcPid, hookPool, paths, groupPrefix));
@@ -917,6 +935,40 @@ async function warmUp(ctx: Ctx, side: { name: string; pool: ReturnType<typeof po
     if (!r.ok) throw new Error(`${side.name} warm-up webhook answered ${r.status}`);
   }
   if ((await ctx.rec.waitFor(side.paths.length, 120_000)) < side.paths.length) throw new Error(`${side.name} warm-up events were not delivered`);
+  await warmLoad(ctx, side, S.warmWebhooks);
+}
+
+/**
+ * `n` webhooks through a side under the closed loop's load (S.concurrency connections, at most
+ * E2E_WINDOW not yet delivered), all of them delivered: a cold broker spends much of its CPU
+ * compiling, and a cold service takes its first seconds to settle, so a measurement starts warm.
+ */
+async function warmLoad(ctx: Ctx, side: { name: string; pool: ReturnType<typeof pool>; paths: string[] }, n: number): Promise<void> {
+  if (n <= 0) return;
+  const started = performance.now();
+  const run = runTag();
+  await ctx.rec.reset(run);
+  const delivered = deliveredCount(ctx);
+  let issued = 0;
+  let accepted = 0;
+  try {
+    await Promise.all(Array.from({ length: S.concurrency }, async () => {
+      while (issued < n) {
+        if (issued - delivered.value() >= S.e2eWindow) {
+          await sleep(5);
+          continue;
+        }
+        const s = issued++;
+        const r = await post(side.pool, side.paths[s % side.paths.length]!, taggedBody(run, s, epochMs()), 202);
+        if (r.ok) accepted++;
+      }
+    }));
+    const got = await ctx.rec.waitFor(accepted, 120_000);
+    if (got < accepted) throw new Error(`${side.name}: ${accepted - got} of ${accepted} warm-up webhooks were not delivered`);
+  } finally {
+    await delivered.stop();
+  }
+  say(`${side.name} warmed up: ${accepted} of ${n} webhooks accepted and delivered in ${Math.round((performance.now() - started) / 1000)} s`);
 }
 
 function bullmqVersion(): string {

@@ -60,6 +60,8 @@ export async function closedLoop(opts: {
   expect: number;
   gate?: (issued: number) => boolean;
   onAccepted?: () => void;
+  /** Told each accepted request's time from sending to its answer, ms. */
+  timed?: (ms: number) => void;
 }): Promise<ClosedLoopResult> {
   const start = performance.now();
   const from = start + opts.warmupMs;
@@ -76,10 +78,12 @@ export async function closedLoop(opts: {
         continue;
       }
       const s = seq++;
+      const sentAt = performance.now();
       const r = await post(opts.pool, opts.paths[s % opts.paths.length]!, opts.body(s), opts.expect);
       const at = performance.now();
       if (r.ok) {
         okTotal++;
+        opts.timed?.(at - sentAt);
         opts.onAccepted?.();
         if (at >= from && at < until) okInWindow++;
       } else {

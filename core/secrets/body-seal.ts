@@ -224,6 +224,8 @@ export class BodySealer {
   constructor(private readonly keys: BodyKeys) {}
 
   sealNow<R extends SealableRecord>(record: R): R | undefined {
+    // nothing to hide (a record written without its body): no key asked, nothing sealed
+    if (record.body.length === 0 && record.body_key == null) return record;
     const started = performance.now();
     try {
       const kept = this.kept(record);

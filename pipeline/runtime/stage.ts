@@ -26,7 +26,22 @@ export const UNCERTAIN_HEADER = 'hookline-uncertain';
  */
 export const CHAINED_HEADER = 'hookline-chained';
 
+/**
+ * The header of a record written without its body (an empty one in its place): a chain's output
+ * that the next stage got in memory, whose record only the sink reads (for the state's row, which
+ * has no body). The body travels on the records that a stage reads back: the received event and
+ * the delivery task.
+ */
+export const BODY_OMITTED_HEADER = 'hookline-body-omitted';
+
 export type AnyOutput = { [N in RecordName]: Output<N> }[RecordName];
+
+/** The output as written when the next stage of a chain already has it: a webhook event without its body. */
+function handedOn(o: AnyOutput, next: string): AnyOutput {
+  if (o.record !== 'WebhookEvent') return { ...o, headers: { ...o.headers, [CHAINED_HEADER]: next } };
+  return { ...o, value: { ...o.value, body: EMPTY_BODY, body_key: null }, headers: { ...o.headers, [CHAINED_HEADER]: next, [BODY_OMITTED_HEADER]: '1' } };
+}
+const EMPTY_BODY = Buffer.alloc(0);
 
 export interface StageContext {
   log: Logger;
@@ -121,7 +136,9 @@ export type Stage = RecordStage<'WebhookEvent'> | RecordStage<'DeliveryTask'> | 
  * its record on its topic; what is saved is reading those records back (a consume, a decode and
  * a batch) between stages of the same process. The chain takes the first stage's name, group
  * and input; a downstream handler logs under its own name and sees the chain's input record as
- * its source (a dead letter it writes carries the bytes as they were received).
+ * its source (a dead letter it writes carries the bytes as they were received). An event handed
+ * on is written without its body (BODY_OMITTED_HEADER): its reader already has it, and the record
+ * is read back only for its state (a crash reads the chain's input again, body and all).
  */
 export function chainStages<N extends RecordName>(first: RecordStage<N>, ...rest: RecordStage<N>[]): RecordStage<N> {
   const stages = [first, ...rest];
@@ -155,7 +172,7 @@ export function chainStages<N extends RecordName>(first: RecordStage<N>, ...rest
           for (const o of produced) {
             if (next && o.topic === next.input.topic) {
               passed.push({ value: o.value as RecordTypes[N], trace: traceOfHeaders(o.headers) ?? input.trace });
-              outputs.push({ ...o, headers: { ...o.headers, [CHAINED_HEADER]: next.name } });
+              outputs.push(handedOn(o, next.name));
             } else outputs.push(o);
           }
         }
