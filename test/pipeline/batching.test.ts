@@ -51,6 +51,58 @@ describe('micro-batched ingestion sends', () => {
   });
 });
 
+describe('the Hook URL\'s producer', () => {
+  it('sends at once when nothing is in flight, gathers only behind a request that is out, and settles each send after acks=all', async () => {
+    const kafka = createKafka(process.env.KAFKA_BROKERS!.split(','), 'batching-test');
+    const topic = `batching-idle-${uniqueSuffix()}`;
+    await ensureTopics(kafka, [{ topic, partitions: 2 }]);
+    const producer = createProducer(kafka);
+    await producer.connect();
+    const requests: { records: number; acks: number | undefined; answeredAt?: number }[] = [];
+    let hold: Promise<void> | undefined;
+    const real = producer.sendBatch.bind(producer);
+    producer.sendBatch = async (batch) => {
+      const r = { records: batch.topicMessages!.reduce((n, t) => n + t.messages.length, 0), acks: batch.acks };
+      requests.push(r);
+      await hold;
+      const answer = await real(batch);
+      (r as { answeredAt?: number }).answeredAt = performance.now();
+      return answer;
+    };
+    try {
+      const batching = new BatchingProducer(producer);
+      // idle: the one record goes out within a turn of the event loop, no linger
+      const settledAt: number[] = [];
+      const one = batching.send([{ topic, messages: [{ key: 'a', value: 'one' }] }]).then(() => settledAt.push(performance.now()));
+      await new Promise((r) => setImmediate(r));
+      expect(requests).toHaveLength(1);
+      await one;
+      expect(requests[0]).toMatchObject({ records: 1, acks: -1 });
+      // its caller heard of it only once the broker had answered (acks=all)
+      expect(settledAt[0]!).toBeGreaterThanOrEqual(requests[0]!.answeredAt!);
+
+      // under load: while a request is out, the sends of many turns gather for the next one
+      let open!: () => void;
+      hold = new Promise((r) => (open = r));
+      const first = batching.send([{ topic, messages: [{ key: 'b', value: 'first' }] }]);
+      await new Promise((r) => setImmediate(r));
+      const behind: Promise<void>[] = [];
+      for (let i = 0; i < 50; i++) {
+        behind.push(batching.send([{ topic, messages: [{ key: `k${i}`, value: `m${i}` }] }]));
+        await new Promise((r) => setImmediate(r));
+      }
+      expect(requests).toHaveLength(2);
+      hold = undefined;
+      open();
+      await Promise.all([first, ...behind]);
+      expect(requests.map((r) => r.records)).toEqual([1, 1, 50]);
+      expect(requests.every((r) => r.acks === -1)).toBe(true);
+    } finally {
+      await producer.disconnect();
+    }
+  });
+});
+
 describe('ClickHouse sink tables', () => {
   let svc: TestService;
   beforeAll(async () => {
