@@ -78,7 +78,7 @@ async function fill(client: ClickHouseClient, endMs: number): Promise<void> {
     say(`events: ${Math.min(events, from + n).toLocaleString('en-US')} of ${events.toLocaleString('en-US')}`);
   }
   // what the sink writes from the validated events
-  await client.command({ query: `INSERT INTO ${DATABASE}.event_types SELECT tenant_id, event_id, assumeNotNull(event_type), received_at FROM ${DATABASE}.events` });
+  await client.command({ query: `INSERT INTO ${DATABASE}.event_types (tenant_id, event_id, event_type, received_at) SELECT tenant_id, event_id, assumeNotNull(event_type), received_at FROM ${DATABASE}.events` });
   for (let from = 0; from < rows; from += chunk) {
     const n = Math.min(chunk, rows - from);
     // h decides status and code; attempts without an answer (code NULL) have no body
