@@ -61,8 +61,7 @@ export class RedisBatchedMarks {
   }
 
   async get(key: string): Promise<string | undefined> {
-    // a mark of this process not written yet is read where it waits
-    const local = this.pending.get(key) ?? this.inWrite.find((batch) => batch.has(key))?.get(key);
+    const local = this.unwritten(key);
     if (local !== undefined) return local;
     if (DOWN.has(this.redis.status)) return undefined;
     let timer: NodeJS.Timeout | undefined;
@@ -87,7 +86,7 @@ export class RedisBatchedMarks {
   claim(key: string, value: string, ttlMs: number): Promise<ClaimAnswer | undefined> {
     // a release not sent yet is taken back: the key is this process's again
     this.releases.delete(key);
-    const local = this.pending.get(key) ?? this.inWrite.find((batch) => batch.has(key))?.get(key);
+    const local = this.unwritten(key);
     if (local !== undefined) return Promise.resolve(local);
     if (DOWN.has(this.redis.status)) return Promise.resolve(undefined);
     return new Promise((resolve) => {
@@ -103,6 +102,11 @@ export class RedisBatchedMarks {
       } });
       if (this.claims.length === 1 && !this.claiming) setImmediate(() => this.sendClaims());
     });
+  }
+
+  /** A mark of this process not written yet (pending, or in a batch on its way): read where it waits. */
+  private unwritten(key: string): string | undefined {
+    return this.pending.get(key) ?? this.inWrite.find((batch) => batch.has(key))?.get(key);
   }
 
   /** Lets go of a claim (deleted with the next batch of marks); a mark noted later for the key still goes out. */
